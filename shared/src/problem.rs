@@ -1,0 +1,300 @@
+//! The interface every problem implements, for all three kinds of search:
+//! optimisation (max/min with a shared incumbent bound), exact counting (unit results add up)
+//! and sampling (units produce many verified objects).
+//!
+//! The coordinator uses a problem to split a campaign into units (lazily, through a cursor)
+//! and to verify what workers claim; the worker uses it to solve units. Neither side names a
+//! specific problem: they go through [`crate::registry`].
+
+use num_bigint::BigUint;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::fmt;
+
+/// What a campaign computes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Objective {
+    /// Find a solution of maximum score.
+    Max,
+    /// Find a solution of minimum score.
+    Min,
+    /// Count exactly: unit results add up to the campaign's total.
+    Count,
+    /// Produce many valid objects (each verified by the coordinator).
+    Sample,
+}
+
+impl Objective {
+    /// The lowercase name used on the wire and in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Objective::Max => "max",
+            Objective::Min => "min",
+            Objective::Count => "count",
+            Objective::Sample => "sample",
+        }
+    }
+
+    /// Parses [`Objective::as_str`] back.
+    pub fn parse(text: &str) -> Option<Objective> {
+        match text {
+            "max" => Some(Objective::Max),
+            "min" => Some(Objective::Min),
+            "count" => Some(Objective::Count),
+            "sample" => Some(Objective::Sample),
+            _ => None,
+        }
+    }
+
+    /// True for the optimisation objectives (max and min).
+    pub fn is_optimisation(self) -> bool {
+        matches!(self, Objective::Max | Objective::Min)
+    }
+
+    /// True when `candidate` is strictly better than `incumbent` under this objective.
+    /// Always false for count and sample objectives.
+    pub fn improves(self, candidate: i64, incumbent: Option<i64>) -> bool {
+        match (self, incumbent) {
+            (Objective::Max | Objective::Min, None) => true,
+            (Objective::Max, Some(best)) => candidate > best,
+            (Objective::Min, Some(best)) => candidate < best,
+            _ => false,
+        }
+    }
+}
+
+impl fmt::Display for Objective {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Everything that can go wrong inside a problem: bad parameters, undecodable units or
+/// cursors, invalid solutions, solver failures.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProblemError {
+    /// No problem of that name is registered.
+    #[error("unknown problem {0:?}")]
+    UnknownProblem(String),
+    /// The campaign parameters are malformed or out of range.
+    #[error("invalid parameters: {0}")]
+    InvalidParams(String),
+    /// A unit payload or checkpoint cursor does not decode.
+    #[error("invalid unit: {0}")]
+    InvalidUnit(String),
+    /// A claimed solution is malformed or breaks the problem's rules.
+    #[error("invalid solution: {0}")]
+    InvalidSolution(String),
+    /// A claimed result (count, sample batch) is malformed.
+    #[error("invalid result: {0}")]
+    InvalidResult(String),
+    /// The problem does not support this operation.
+    #[error("unsupported: {0}")]
+    Unsupported(String),
+    /// The solver failed.
+    #[error("solver failed: {0}")]
+    Solver(String),
+}
+
+/// One piece of a campaign's search space: an opaque payload plus a human-readable label.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnitSpec {
+    /// Shown to people (logs, status, the web UI).
+    pub label: String,
+    /// Problem-defined encoding of the piece.
+    pub payload: Vec<u8>,
+}
+
+/// The next units of a campaign, produced lazily by [`Problem::split`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SplitBatch {
+    /// Units in order; never more than asked for.
+    pub units: Vec<UnitSpec>,
+    /// Cursor to continue from, or `None` when the space is exhausted.
+    pub next: Option<Vec<u8>>,
+}
+
+/// A solution with the score its finder claims (optimisation objectives).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Scored {
+    /// The problem-defined solution document.
+    pub solution: Value,
+    /// Its score as computed by the finder; the coordinator recomputes it.
+    pub score: i64,
+}
+
+/// How a unit's solve ended.
+#[derive(Clone, Debug, PartialEq)]
+pub enum UnitOutcome {
+    /// Count objective: the unit's exact count.
+    Count(BigUint),
+    /// Optimisation: the whole unit was searched; its best solution, if it found one that
+    /// beat the bound it was given.
+    Searched(Option<Scored>),
+    /// Sample objective: the unit's objects.
+    Samples(Vec<Value>),
+    /// The solver stopped early because [`SolveContext::stop_requested`] said so; its last
+    /// checkpoint (if any) was passed to [`SolveContext::checkpoint`].
+    Stopped,
+}
+
+/// What a running solver can see and say. Implemented by the worker (and by simple
+/// in-memory contexts in tests). All methods are cheap and callable from any thread.
+pub trait SolveContext: Sync {
+    /// The checkpoint to resume from, when the unit ran before.
+    fn resume_cursor(&self) -> Option<&[u8]>;
+    /// The freshest campaign bound known (optimisation): prune what cannot beat it.
+    fn bound(&self) -> Option<i64>;
+    /// Reports an improved solution at once (it is verified and shared by the coordinator).
+    fn improve(&self, found: Scored);
+    /// Reports work done so far in this unit (nodes) and, when known, the fraction done.
+    fn progress(&self, nodes: u64, fraction: Option<f64>);
+    /// Records a checkpoint from which the unit can resume.
+    fn checkpoint(&self, cursor: Vec<u8>);
+    /// True when the solver should save a checkpoint and return [`UnitOutcome::Stopped`].
+    fn stop_requested(&self) -> bool;
+    /// True when the coordinator would like this unit to donate part of its work.
+    fn split_requested(&self) -> bool {
+        false
+    }
+}
+
+/// A problem instance with validated parameters: splitter, solver and verifier.
+pub trait Problem: Send + Sync + 'static {
+    /// What the campaign computes.
+    fn objective(&self) -> Objective;
+
+    /// True when finishing every unit proves the result (exact optimum or exact count);
+    /// false for heuristic, anytime searches.
+    fn exhaustive(&self) -> bool {
+        true
+    }
+
+    /// The bound to prune with before any solution is known (for example a proven lower
+    /// bound on the optimum minus one). `None` means no pruning until an incumbent exists.
+    fn initial_bound(&self) -> Option<i64> {
+        None
+    }
+
+    /// Produces up to `max_units` further units, continuing from `cursor` (`None` = start).
+    fn split(&self, cursor: Option<&[u8]>, max_units: usize) -> Result<SplitBatch, ProblemError>;
+
+    /// Solves one unit. Runs on a worker's CPU pool; may use rayon inside.
+    fn solve(&self, payload: &[u8], ctx: &dyn SolveContext) -> Result<UnitOutcome, ProblemError>;
+
+    /// Verifies an optimisation solution and returns its true score.
+    fn score(&self, solution: &Value) -> Result<i64, ProblemError> {
+        let _ = solution;
+        Err(ProblemError::Unsupported(
+            "this problem has no solutions to score".into(),
+        ))
+    }
+
+    /// Verifies one sampled object (sample objective).
+    fn verify_sample(&self, sample: &Value) -> Result<(), ProblemError> {
+        let _ = sample;
+        Err(ProblemError::Unsupported(
+            "this problem produces no samples".into(),
+        ))
+    }
+
+    /// Renders a result for people and contest submissions: the best solution (optimisation),
+    /// the total (count), or nothing special. The default is the JSON text or the value.
+    fn render(&self, value: &str, solution: Option<&Value>) -> String {
+        match solution {
+            Some(sol) => format!("{value}\n{sol}\n"),
+            None => format!("{value}\n"),
+        }
+    }
+}
+
+/// A [`SolveContext`] for running a unit alone: no bound sharing, no stop requests.
+/// Used by tests, benchmarks and verifiers that re-run units locally.
+#[derive(Default)]
+pub struct LocalContext {
+    /// The checkpoint to resume from.
+    pub resume: Option<Vec<u8>>,
+    /// A fixed bound to prune with.
+    pub fixed_bound: Option<i64>,
+    improvements: std::sync::Mutex<Vec<Scored>>,
+    checkpoints: std::sync::Mutex<Vec<Vec<u8>>>,
+    /// When set, `stop_requested` answers true once this many checkpoints were taken.
+    pub stop_after_checkpoints: Option<usize>,
+}
+
+impl LocalContext {
+    /// A context that resumes from `cursor`.
+    pub fn resuming(cursor: Vec<u8>) -> Self {
+        LocalContext {
+            resume: Some(cursor),
+            ..Default::default()
+        }
+    }
+
+    /// A context that asks the solver to stop once `checkpoints` checkpoints were taken.
+    pub fn stopping_after(checkpoints: usize) -> Self {
+        LocalContext {
+            stop_after_checkpoints: Some(checkpoints),
+            ..Default::default()
+        }
+    }
+
+    /// Improvements reported so far.
+    pub fn improvements(&self) -> Vec<Scored> {
+        self.improvements.lock().expect("poisoned").clone()
+    }
+
+    /// Checkpoints taken so far.
+    pub fn checkpoints(&self) -> Vec<Vec<u8>> {
+        self.checkpoints.lock().expect("poisoned").clone()
+    }
+}
+
+impl SolveContext for LocalContext {
+    fn resume_cursor(&self) -> Option<&[u8]> {
+        self.resume.as_deref()
+    }
+    fn bound(&self) -> Option<i64> {
+        self.fixed_bound
+    }
+    fn improve(&self, found: Scored) {
+        self.improvements.lock().expect("poisoned").push(found);
+    }
+    fn progress(&self, _nodes: u64, _fraction: Option<f64>) {}
+    fn checkpoint(&self, cursor: Vec<u8>) {
+        self.checkpoints.lock().expect("poisoned").push(cursor);
+    }
+    fn stop_requested(&self) -> bool {
+        match self.stop_after_checkpoints {
+            Some(limit) => self.checkpoints.lock().expect("poisoned").len() >= limit,
+            None => false,
+        }
+    }
+}
+
+/// Small helpers for fixed-width little-endian payload codecs.
+pub mod codec {
+    use super::ProblemError;
+
+    /// Encodes a list of u64 values.
+    pub fn encode_u64s(values: &[u64]) -> Vec<u8> {
+        values.iter().flat_map(|v| v.to_le_bytes()).collect()
+    }
+
+    /// Decodes exactly `N` u64 values, naming `what` in the error.
+    pub fn decode_u64s<const N: usize>(bytes: &[u8], what: &str) -> Result<[u64; N], ProblemError> {
+        if bytes.len() != N * 8 {
+            return Err(ProblemError::InvalidUnit(format!(
+                "{what}: expected {} bytes, got {}",
+                N * 8,
+                bytes.len()
+            )));
+        }
+        let mut out = [0u64; N];
+        for (slot, chunk) in out.iter_mut().zip(bytes.chunks_exact(8)) {
+            *slot = u64::from_le_bytes(chunk.try_into().expect("chunk of 8"));
+        }
+        Ok(out)
+    }
+}

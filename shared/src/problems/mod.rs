@@ -1,0 +1,4 @@
+//! Every problem grind can run, one module each.
+
+pub mod nimsquare;
+pub mod primes;

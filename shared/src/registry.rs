@@ -1,0 +1,150 @@
+//! The problem registry: maps a problem's name to its command-line parameters and to a
+//! constructor from canonical JSON parameters. The coordinator, the worker and the CLIs only
+//! ever reach problems through here.
+
+use clap::{ArgMatches, Args, Command, FromArgMatches};
+use serde::{de::DeserializeOwned, Serialize};
+use serde_json::Value;
+use std::sync::Arc;
+
+use crate::problem::{Problem, ProblemError};
+use crate::problems;
+
+/// A problem type that can be registered: a name, its parameters and a validating constructor.
+pub trait ProblemDef: Problem + Sized {
+    /// The name used on the command line and on the wire.
+    const NAME: &'static str;
+    /// One line for `--help` and listings.
+    const ABOUT: &'static str;
+    /// Bumped whenever the solver's results could change; recorded with every result.
+    const SOLVER_VERSION: u32;
+    /// The typed parameters, parsed from flags and stored as canonical JSON.
+    type Params: Args + Serialize + DeserializeOwned;
+    /// Validates the parameters and builds the instance.
+    fn from_params(params: Self::Params) -> Result<Self, ProblemError>;
+}
+
+/// One registered problem, type-erased.
+pub struct ProblemEntry {
+    /// See [`ProblemDef::NAME`].
+    pub name: &'static str,
+    /// See [`ProblemDef::ABOUT`].
+    pub about: &'static str,
+    /// See [`ProblemDef::SOLVER_VERSION`].
+    pub solver_version: u32,
+    args: fn(Command) -> Command,
+    params_from_matches: fn(&ArgMatches) -> Result<Value, ProblemError>,
+    build: fn(&Value) -> Result<(Value, Arc<dyn Problem>), ProblemError>,
+}
+
+impl ProblemEntry {
+    /// The registry entry for problem type `P`.
+    pub const fn of<P: ProblemDef>() -> ProblemEntry {
+        ProblemEntry {
+            name: P::NAME,
+            about: P::ABOUT,
+            solver_version: P::SOLVER_VERSION,
+            args: P::Params::augment_args,
+            params_from_matches: params_from_matches::<P>,
+            build: build::<P>,
+        }
+    }
+
+    /// Adds this problem's flags to `cmd`.
+    pub fn augment_args(&self, cmd: Command) -> Command {
+        (self.args)(cmd)
+    }
+
+    /// Reads this problem's parameters from parsed flags, as JSON.
+    pub fn params_from_matches(&self, matches: &ArgMatches) -> Result<Value, ProblemError> {
+        (self.params_from_matches)(matches)
+    }
+
+    /// Validates JSON parameters and builds the instance; also returns the parameters in
+    /// canonical form (every field present, in declaration order).
+    pub fn build(&self, params: &Value) -> Result<(Value, Arc<dyn Problem>), ProblemError> {
+        (self.build)(params)
+    }
+}
+
+fn params_from_matches<P: ProblemDef>(matches: &ArgMatches) -> Result<Value, ProblemError> {
+    let params = P::Params::from_arg_matches(matches)
+        .map_err(|e| ProblemError::InvalidParams(e.to_string().trim().to_string()))?;
+    serde_json::to_value(params).map_err(|e| ProblemError::InvalidParams(e.to_string()))
+}
+
+fn build<P: ProblemDef>(params: &Value) -> Result<(Value, Arc<dyn Problem>), ProblemError> {
+    let typed: P::Params = serde_json::from_value(params.clone())
+        .map_err(|e| ProblemError::InvalidParams(format!("{}: {e}", P::NAME)))?;
+    let canonical =
+        serde_json::to_value(&typed).map_err(|e| ProblemError::InvalidParams(e.to_string()))?;
+    let problem = P::from_params(typed)?;
+    Ok((canonical, Arc::new(problem)))
+}
+
+/// Every problem grind knows. A new problem is one module plus one line here.
+pub fn registry() -> &'static [ProblemEntry] {
+    static REGISTRY: &[ProblemEntry] = &[
+        ProblemEntry::of::<problems::primes::Primes>(),
+        ProblemEntry::of::<problems::nimsquare::NimSquare>(),
+    ];
+    REGISTRY
+}
+
+/// Finds a problem by name.
+pub fn lookup(name: &str) -> Result<&'static ProblemEntry, ProblemError> {
+    registry()
+        .iter()
+        .find(|entry| entry.name == name)
+        .ok_or_else(|| {
+            let known: Vec<_> = registry().iter().map(|e| e.name).collect();
+            ProblemError::UnknownProblem(format!("{name} (known: {})", known.join(", ")))
+        })
+}
+
+/// Builds a problem instance from its name and JSON parameters text.
+pub fn instantiate(name: &str, params_json: &str) -> Result<Arc<dyn Problem>, ProblemError> {
+    let params: Value = serde_json::from_str(params_json)
+        .map_err(|e| ProblemError::InvalidParams(format!("parameters are not JSON: {e}")))?;
+    Ok(lookup(name)?.build(&params)?.1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_flags_are_well_formed() {
+        let mut names: Vec<_> = registry().iter().map(|e| e.name).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), registry().len());
+        for entry in registry() {
+            entry
+                .augment_args(Command::new(entry.name).no_binary_name(true))
+                .debug_assert();
+        }
+    }
+
+    #[test]
+    fn unknown_problem_is_named() {
+        let err = lookup("nosuch").err().expect("unknown problem accepted");
+        assert!(err.to_string().contains("nosuch"), "{err}");
+    }
+
+    #[test]
+    fn params_are_canonicalised() {
+        let (canonical, _) = lookup("primes")
+            .unwrap()
+            .build(&serde_json::json!({"to": 100}))
+            .unwrap();
+        assert_eq!(canonical["to"], 100);
+        assert!(canonical.get("from").is_some());
+    }
+
+    #[test]
+    fn bad_params_json_is_an_error() {
+        assert!(instantiate("primes", "{").is_err());
+        assert!(instantiate("primes", "{\"to\": -5}").is_err());
+    }
+}
