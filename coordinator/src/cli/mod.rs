@@ -1,0 +1,105 @@
+//! The `grind` command line: `run` (all-in-one), `serve`, and the admin client commands.
+//! Problem flags are not declared here: each problem's own flags come from the registry.
+
+pub mod admin;
+pub mod problem_args;
+pub mod render;
+pub mod run;
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+
+/// grind: a distributed contest-grinding cluster.
+#[derive(Parser, Debug)]
+#[command(name = "grind", version, about, propagate_version = true)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The `grind` subcommands.
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run one problem on this machine (embedded coordinator + local workers) and print the
+    /// verified result. Problem flags follow the problem name: `grind run nimsquare --n 29`.
+    Run(run::RunArgs),
+    /// Serve a coordinator for workers on other machines.
+    Serve(ServeArgs),
+    /// Manage campaigns on a coordinator.
+    #[command(subcommand)]
+    Campaign(admin::CampaignCommand),
+    /// Show campaign and cluster status.
+    Status(admin::StatusArgs),
+    /// Export a campaign's result (submission format) and its provenance.
+    Export(admin::ExportArgs),
+    /// Import a known solution as a campaign's starting incumbent.
+    Import(admin::ImportArgs),
+    /// Show the best result of every campaign.
+    Leaderboard(admin::LeaderboardArgs),
+    /// List the problems this build can run.
+    Problems,
+}
+
+/// `grind serve` flags.
+#[derive(clap::Args, Debug)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:7878")]
+    pub listen: String,
+    /// SQLite database holding all campaign state (created if missing).
+    #[arg(long, default_value = "grind.db")]
+    pub db: PathBuf,
+    /// How long a lease lives without a heartbeat, in milliseconds.
+    #[arg(long, default_value_t = 60_000)]
+    pub lease_ttl_ms: i64,
+    /// How often workers heartbeat, in milliseconds.
+    #[arg(long, default_value_t = 2_000)]
+    pub heartbeat_ms: i64,
+    /// Default fraction of count units re-run on a second worker for verification.
+    #[arg(long, default_value_t = 0.05)]
+    pub verify_rate: f64,
+    /// Default failed attempts after which a unit is marked failed.
+    #[arg(long, default_value_t = 3)]
+    pub max_attempts: u32,
+}
+
+/// A command-line failure with the exit code it deserves.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    /// Bad flags or values: exit code 2.
+    #[error("{0}")]
+    Usage(String),
+    /// Anything else: exit code 1.
+    #[error(transparent)]
+    Other(#[from] anyhow::Error),
+}
+
+impl CliError {
+    /// The process exit code for this error.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            CliError::Usage(_) => 2,
+            CliError::Other(_) => 1,
+        }
+    }
+}
+
+/// Runs a parsed command line.
+pub async fn dispatch(cli: Cli) -> Result<(), CliError> {
+    match cli.command {
+        Command::Run(args) => run::run(args).await,
+        Command::Serve(args) => run::serve(args).await,
+        Command::Campaign(cmd) => admin::campaign(cmd).await,
+        Command::Status(args) => admin::status(args).await,
+        Command::Export(args) => admin::export(args).await,
+        Command::Import(args) => admin::import(args).await,
+        Command::Leaderboard(args) => admin::leaderboard(args).await,
+        Command::Problems => {
+            for entry in grind_shared::registry::registry() {
+                println!("{:<12} {}", entry.name, entry.about);
+            }
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,48 @@
+//! Parses `<PROBLEM> [problem flags] [command flags]` against the registry: each problem's
+//! flags are its own, merged with the flags of the command that runs it.
+
+use clap::{ArgMatches, Args, Command, FromArgMatches};
+use grind_shared::registry::{self, ProblemEntry};
+use serde_json::Value;
+
+use super::CliError;
+
+/// A problem with validated, canonical parameters, plus the command's own flags.
+pub struct ProblemArgs<T> {
+    /// The registry entry.
+    pub entry: &'static ProblemEntry,
+    /// Canonical parameters.
+    pub params: Value,
+    /// The command's flags.
+    pub options: T,
+}
+
+/// Parses `args` for problem `name`, merging in the flags of `T`. `--help` and flag errors
+/// are printed by clap, which exits (code 0 for help, 2 for errors).
+pub fn parse<T: Args + FromArgMatches>(
+    context: &str,
+    name: &str,
+    args: &[String],
+) -> Result<ProblemArgs<T>, CliError> {
+    let entry = registry::lookup(name).map_err(|e| CliError::Usage(e.to_string()))?;
+    let cmd = T::augment_args(entry.augment_args(
+        Command::new(format!("{context} {name}"))
+            .about(entry.about)
+            .no_binary_name(true),
+    ));
+    let matches: ArgMatches = cmd
+        .try_get_matches_from(args)
+        .unwrap_or_else(|e| e.exit());
+    let raw = entry
+        .params_from_matches(&matches)
+        .map_err(|e| CliError::Usage(e.to_string()))?;
+    let (params, _) = entry
+        .build(&raw)
+        .map_err(|e| CliError::Usage(e.to_string()))?;
+    let options = T::from_arg_matches(&matches).map_err(|e| CliError::Usage(e.to_string()))?;
+    Ok(ProblemArgs {
+        entry,
+        params,
+        options,
+    })
+}

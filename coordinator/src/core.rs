@@ -1,0 +1,512 @@
+//! The coordinator's operations, network-free: each decodes what it needs, does CPU-heavy
+//! verification off the async runtime, then makes one atomic store change through the
+//! scheduler. The gRPC services are thin wrappers around these methods.
+
+use grind_proto::v1 as pb;
+use grind_shared::count::parse_count;
+use grind_shared::problem::{Objective, Problem};
+use std::sync::Arc;
+use tokio::sync::watch;
+
+use crate::clock::Clock;
+use crate::config::Config;
+use crate::error::Error;
+use crate::problems::Problems;
+use crate::scheduler::{self, Action, Ctx, NewCampaign, Usage, VerifiedResult};
+use crate::store::Store;
+use crate::views;
+
+/// Largest solution document accepted (bytes of JSON).
+pub const MAX_SOLUTION_BYTES: usize = 4 << 20;
+/// Most samples accepted in one result.
+pub const MAX_SAMPLES_PER_RESULT: usize = 1_000_000;
+
+/// The coordinator: store, clock, settings and problem instances.
+#[derive(Clone)]
+pub struct Coordinator {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    store: Store,
+    clock: Arc<dyn Clock>,
+    config: Config,
+    problems: Problems,
+    changes: watch::Sender<u64>,
+}
+
+impl Coordinator {
+    /// A coordinator over an opened store.
+    pub fn new(store: Store, clock: Arc<dyn Clock>, config: Config) -> Coordinator {
+        let (changes, _) = watch::channel(0);
+        Coordinator {
+            inner: Arc::new(Inner {
+                store,
+                clock,
+                config,
+                problems: Problems::default(),
+                changes,
+            }),
+        }
+    }
+
+    /// The settings in force.
+    pub fn config(&self) -> &Config {
+        &self.inner.config
+    }
+
+    /// Current time from the injected clock.
+    pub fn now(&self) -> i64 {
+        self.inner.clock.now_ms()
+    }
+
+    /// A receiver that ticks whenever units finish, leases expire or campaigns change state.
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.inner.changes.subscribe()
+    }
+
+    fn changed(&self) {
+        self.inner.changes.send_modify(|generation| *generation += 1);
+    }
+
+    /// Runs a scheduler step as one atomic store write.
+    async fn write<R, F>(&self, f: F) -> Result<R, Error>
+    where
+        R: Send + 'static,
+        F: FnOnce(&Ctx) -> Result<R, Error> + Send + 'static,
+    {
+        let this = self.clone();
+        let now = self.now();
+        self.inner
+            .store
+            .write(move |conn| {
+                let ctx = Ctx {
+                    conn,
+                    now,
+                    config: &this.inner.config,
+                    problems: &this.inner.problems,
+                };
+                f(&ctx)
+            })
+            .await
+    }
+
+    /// Problem instance of a campaign.
+    async fn problem(&self, campaign_id: i64) -> Result<Arc<dyn Problem>, Error> {
+        let this = self.clone();
+        self.inner
+            .store
+            .read(move |conn| this.inner.problems.get(conn, campaign_id))
+            .await
+    }
+
+    /// Called once at start-up: gives active leases a full lease time (the coordinator may
+    /// have been down), then expires what is overdue.
+    pub async fn start(&self) -> Result<(), Error> {
+        self.write(|ctx| scheduler::grace_after_restart(ctx)).await?;
+        Ok(())
+    }
+
+    /// Expires overdue leases; returns how many.
+    pub async fn sweep(&self) -> Result<usize, Error> {
+        let expired = self.write(|ctx| scheduler::expire_leases(ctx)).await?;
+        if expired > 0 {
+            self.changed();
+        }
+        Ok(expired)
+    }
+
+    // ---- worker API ------------------------------------------------------------------------
+
+    /// Registers a worker.
+    pub async fn register(&self, req: pb::RegisterRequest) -> Result<pb::RegisterReply, Error> {
+        let worker_id = self
+            .write(move |ctx| scheduler::register_worker(ctx, &req))
+            .await?;
+        Ok(pb::RegisterReply {
+            worker_id,
+            lease_ttl_ms: self.inner.config.lease_ttl_ms,
+            heartbeat_interval_ms: self.inner.config.heartbeat_interval_ms,
+            coordinator_version: grind_shared::VERSION.to_string(),
+        })
+    }
+
+    /// Grants leases.
+    pub async fn lease(&self, req: pb::LeaseRequest) -> Result<pb::LeaseReply, Error> {
+        let leases = self
+            .write(move |ctx| scheduler::grant_leases(ctx, req.worker_id, req.capacity))
+            .await?;
+        let retry_after_ms = if leases.is_empty() {
+            self.inner.config.heartbeat_interval_ms.clamp(100, 5_000)
+        } else {
+            0
+        };
+        Ok(pb::LeaseReply {
+            leases,
+            retry_after_ms,
+        })
+    }
+
+    /// Renews leases.
+    pub async fn heartbeat(&self, req: pb::HeartbeatRequest) -> Result<pb::HeartbeatReply, Error> {
+        if req.leases.len() > 100_000 {
+            return Err(Error::InvalidArgument("too many leases in one heartbeat".into()));
+        }
+        self.write(move |ctx| scheduler::heartbeat(ctx, req.worker_id, &req.leases))
+            .await
+    }
+
+    /// Verifies and records an improvement.
+    pub async fn improve(&self, req: pb::ImprovementRequest) -> Result<pb::ImprovementReply, Error> {
+        let lease = self.lease_of(req.worker_id, req.lease_id).await?;
+        if lease.campaign_id != req.campaign_id {
+            return Err(Error::InvalidArgument(format!(
+                "lease {} belongs to campaign {}, not to campaign {}",
+                lease.id, lease.campaign_id, req.campaign_id
+            )));
+        }
+        let problem = self.problem(lease.campaign_id).await?;
+        let score = match verify_solution(problem, &req.solution_json).await {
+            Ok(score) => score,
+            Err(reason) => return self.reject_improvement(&req, reason).await,
+        };
+        if score != req.claimed_score {
+            let reason = format!(
+                "claimed score {} but the solution scores {score}",
+                req.claimed_score
+            );
+            return self.reject_improvement(&req, reason).await;
+        }
+        let solution = req.solution_json.clone();
+        let (best, accepted) = self
+            .write(move |ctx| {
+                scheduler::touch_worker(ctx, req.worker_id)?;
+                scheduler::offer_incumbent(
+                    ctx,
+                    lease.campaign_id,
+                    &solution,
+                    score,
+                    Some(req.worker_id),
+                    Some(lease.id),
+                    Some(lease.unit_id),
+                    "improvement",
+                )
+            })
+            .await?;
+        if accepted {
+            self.changed();
+        }
+        Ok(pb::ImprovementReply {
+            accepted,
+            verified_score: score,
+            campaign_best: best,
+            reason: if accepted {
+                String::new()
+            } else {
+                "not better than the campaign's best".into()
+            },
+        })
+    }
+
+    async fn reject_improvement(
+        &self,
+        req: &pb::ImprovementRequest,
+        reason: String,
+    ) -> Result<pb::ImprovementReply, Error> {
+        let (worker, lease, campaign) = (req.worker_id, req.lease_id, req.campaign_id);
+        let detail = serde_json::json!({"reason": reason, "claimed": req.claimed_score});
+        self.write(move |ctx| {
+            scheduler::event(
+                ctx.conn,
+                ctx.now,
+                "improvement_rejected",
+                Some(campaign),
+                None,
+                Some(lease),
+                Some(worker),
+                detail,
+            )
+        })
+        .await?;
+        Err(Error::InvalidArgument(format!("improvement rejected: {reason}")))
+    }
+
+    /// Accepts donated units.
+    pub async fn donate(&self, req: pb::DonateRequest) -> Result<pb::DonateReply, Error> {
+        let accepted = self
+            .write(move |ctx| scheduler::donate(ctx, req.worker_id, &req))
+            .await?;
+        Ok(pb::DonateReply { accepted })
+    }
+
+    /// Verifies and records a unit result (idempotent per unit).
+    pub async fn complete(&self, req: pb::CompleteRequest) -> Result<pb::CompleteReply, Error> {
+        let result = req
+            .result
+            .ok_or_else(|| Error::InvalidArgument("a completion needs a result".into()))?;
+        let lease = self.lease_of(req.worker_id, req.lease_id).await?;
+        let problem = self.problem(lease.campaign_id).await?;
+        let verified = verify_result(problem, &result).await?;
+        let usage = Usage {
+            nodes: result.nodes,
+            cpu_seconds: sane_seconds(result.cpu_seconds),
+            wall_seconds: sane_seconds(result.wall_seconds),
+        };
+        let (worker_id, lease_id) = (req.worker_id, req.lease_id);
+        let reply = self
+            .write(move |ctx| {
+                scheduler::touch_worker(ctx, worker_id)?;
+                scheduler::complete(ctx, worker_id, lease_id, &verified, usage)
+            })
+            .await?;
+        self.changed();
+        Ok(reply)
+    }
+
+    /// Takes a lease back unfinished.
+    pub async fn release(&self, req: pb::ReleaseRequest) -> Result<pb::ReleaseReply, Error> {
+        let usage = Usage {
+            nodes: req.nodes,
+            cpu_seconds: sane_seconds(req.cpu_seconds),
+            wall_seconds: 0.0,
+        };
+        self.write(move |ctx| scheduler::release(ctx, req.worker_id, req.lease_id, &req.cursor, usage))
+            .await?;
+        self.changed();
+        Ok(pb::ReleaseReply {})
+    }
+
+    async fn lease_of(&self, worker_id: i64, lease_id: i64) -> Result<scheduler::LeaseRow, Error> {
+        self.inner
+            .store
+            .read(move |conn| scheduler::owned_lease(conn, worker_id, lease_id))
+            .await
+    }
+
+    // ---- admin API -------------------------------------------------------------------------
+
+    /// Creates a campaign.
+    pub async fn create_campaign(&self, req: pb::CreateCampaignRequest) -> Result<i64, Error> {
+        let id = self
+            .write(move |ctx| {
+                scheduler::create_campaign(
+                    ctx,
+                    &NewCampaign {
+                        problem: &req.problem,
+                        params_json: &req.params_json,
+                        name: &req.name,
+                        verify_rate: (req.verify_rate >= 0.0).then_some(req.verify_rate),
+                        max_attempts: (req.max_attempts > 0).then_some(req.max_attempts),
+                    },
+                )
+            })
+            .await?;
+        self.changed();
+        Ok(id)
+    }
+
+    /// One campaign's status.
+    pub async fn campaign(&self, campaign_id: i64) -> Result<pb::CampaignStatus, Error> {
+        self.inner
+            .store
+            .read(move |conn| views::campaign(conn, campaign_id))
+            .await
+    }
+
+    /// Every campaign.
+    pub async fn campaigns(&self) -> Result<Vec<pb::CampaignStatus>, Error> {
+        self.inner.store.read(views::campaigns).await
+    }
+
+    /// Pauses, resumes or cancels a campaign and returns its new status.
+    pub async fn change_state(
+        &self,
+        campaign_id: i64,
+        action: Action,
+    ) -> Result<pb::CampaignStatus, Error> {
+        self.write(move |ctx| scheduler::change_state(ctx, campaign_id, action))
+            .await?;
+        self.changed();
+        self.campaign(campaign_id).await
+    }
+
+    /// Cluster or campaign status.
+    pub async fn status(&self, req: pb::StatusRequest) -> Result<pb::StatusReply, Error> {
+        self.inner
+            .store
+            .read(move |conn| {
+                let campaigns = if req.campaign_id > 0 {
+                    vec![views::campaign(conn, req.campaign_id)?]
+                } else {
+                    views::campaigns(conn)?
+                };
+                let results = if req.with_results && req.campaign_id > 0 {
+                    views::results(conn, req.campaign_id)?
+                } else {
+                    Vec::new()
+                };
+                Ok(pb::StatusReply {
+                    campaigns,
+                    workers: views::workers(conn)?,
+                    results,
+                    coordinator_version: grind_shared::VERSION.to_string(),
+                })
+            })
+            .await
+    }
+
+    /// The leaderboard.
+    pub async fn leaderboard(&self) -> Result<pb::LeaderboardReply, Error> {
+        let entries = self.inner.store.read(views::leaderboard).await?;
+        Ok(pb::LeaderboardReply { entries })
+    }
+
+    /// Exports a campaign's result in its submission format plus a provenance record.
+    pub async fn export(&self, campaign_id: i64) -> Result<pb::ExportReply, Error> {
+        let problem = self.problem(campaign_id).await?;
+        let (status, record, samples) = self
+            .inner
+            .store
+            .read(move |conn| {
+                let status = views::campaign(conn, campaign_id)?;
+                let record = views::provenance_record(conn, &status)?;
+                let samples = if status.objective == "sample" {
+                    views::samples(conn, campaign_id)?
+                } else {
+                    Vec::new()
+                };
+                Ok((status, record, samples))
+            })
+            .await?;
+        let submission = if status.objective == "sample" {
+            samples.join("\n") + "\n"
+        } else {
+            let solution = serde_json::from_str(&status.solution_json).ok();
+            problem.render(&status.value, solution.as_ref())
+        };
+        Ok(pb::ExportReply {
+            submission,
+            provenance_json: serde_json::to_string_pretty(&record)
+                .map_err(|e| Error::Internal(e.to_string()))?,
+            file_name: format!("{}-{}.txt", status.problem, campaign_id),
+        })
+    }
+
+    /// Imports a known solution as a campaign's starting incumbent (after verifying it).
+    pub async fn import(&self, req: pb::ImportRequest) -> Result<pb::ImportReply, Error> {
+        let problem = self.problem(req.campaign_id).await?;
+        let score = verify_solution(problem, &req.solution_json)
+            .await
+            .map_err(|reason| Error::InvalidArgument(format!("import rejected: {reason}")))?;
+        let source = if req.source.is_empty() {
+            "import".to_string()
+        } else {
+            format!("import: {}", req.source)
+        };
+        let (_, accepted) = self
+            .write(move |ctx| {
+                scheduler::offer_incumbent(
+                    ctx,
+                    req.campaign_id,
+                    &req.solution_json,
+                    score,
+                    None,
+                    None,
+                    None,
+                    &source,
+                )
+            })
+            .await?;
+        self.changed();
+        Ok(pb::ImportReply {
+            accepted,
+            verified_score: score,
+            reason: if accepted {
+                String::new()
+            } else {
+                "not better than the campaign's best".into()
+            },
+        })
+    }
+}
+
+fn sane_seconds(seconds: f64) -> f64 {
+    if seconds.is_finite() && seconds >= 0.0 {
+        seconds.min(1e9)
+    } else {
+        0.0
+    }
+}
+
+/// Re-scores a solution with the problem's verifier, off the async runtime.
+async fn verify_solution(problem: Arc<dyn Problem>, solution_json: &str) -> Result<i64, String> {
+    if solution_json.len() > MAX_SOLUTION_BYTES {
+        return Err(format!(
+            "solution is {} bytes, more than the {MAX_SOLUTION_BYTES} accepted",
+            solution_json.len()
+        ));
+    }
+    let solution: serde_json::Value =
+        serde_json::from_str(solution_json).map_err(|e| format!("solution is not JSON: {e}"))?;
+    tokio::task::spawn_blocking(move || problem.score(&solution).map_err(|e| e.to_string()))
+        .await
+        .map_err(|e| format!("verifier crashed: {e}"))?
+}
+
+/// Checks a unit result against its campaign's objective; CPU-heavy checks run off the
+/// async runtime. A result that does not check out is an error and changes nothing.
+async fn verify_result(
+    problem: Arc<dyn Problem>,
+    result: &pb::UnitResult,
+) -> Result<VerifiedResult, Error> {
+    if !result.error.is_empty() {
+        let mut reason = result.error.clone();
+        reason.truncate(2000);
+        return Ok(VerifiedResult::Failed(reason));
+    }
+    match problem.objective() {
+        Objective::Count => {
+            if result.count.len() > 10_000 {
+                return Err(Error::InvalidArgument("count is absurdly long".into()));
+            }
+            Ok(VerifiedResult::Count(parse_count(&result.count)?.to_string()))
+        }
+        Objective::Max | Objective::Min => {
+            if result.best_solution_json.is_empty() {
+                return Ok(VerifiedResult::Best(None));
+            }
+            let score = verify_solution(problem, &result.best_solution_json)
+                .await
+                .map_err(|reason| Error::InvalidArgument(format!("result rejected: {reason}")))?;
+            if score != result.best_score {
+                return Err(Error::InvalidArgument(format!(
+                    "result rejected: claimed score {} but the solution scores {score}",
+                    result.best_score
+                )));
+            }
+            Ok(VerifiedResult::Best(Some((
+                result.best_solution_json.clone(),
+                score,
+            ))))
+        }
+        Objective::Sample => {
+            if result.samples.len() > MAX_SAMPLES_PER_RESULT {
+                return Err(Error::InvalidArgument("too many samples in one result".into()));
+            }
+            let samples = result.samples.clone();
+            tokio::task::spawn_blocking(move || {
+                for (index, text) in samples.iter().enumerate() {
+                    let value: serde_json::Value = serde_json::from_str(text).map_err(|e| {
+                        Error::InvalidArgument(format!("sample {index} is not JSON: {e}"))
+                    })?;
+                    problem.verify_sample(&value).map_err(|e| {
+                        Error::InvalidArgument(format!("sample {index} rejected: {e}"))
+                    })?;
+                }
+                Ok(VerifiedResult::Samples(samples))
+            })
+            .await
+            .map_err(|e| Error::Internal(format!("sample verifier crashed: {e}")))?
+        }
+    }
+}

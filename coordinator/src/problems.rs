@@ -1,0 +1,39 @@
+//! Problem instances of the coordinator's campaigns, built once from the registry and cached.
+
+use grind_shared::problem::Problem;
+use grind_shared::registry;
+use rusqlite::{params, Connection, OptionalExtension};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use crate::error::Error;
+
+/// Cache of campaign id -> problem instance.
+#[derive(Default)]
+pub struct Problems {
+    cache: Mutex<HashMap<i64, Arc<dyn Problem>>>,
+}
+
+impl Problems {
+    /// The problem instance of `campaign_id`, built from the campaign's stored parameters.
+    pub fn get(&self, conn: &Connection, campaign_id: i64) -> Result<Arc<dyn Problem>, Error> {
+        if let Some(found) = self.lock()?.get(&campaign_id) {
+            return Ok(found.clone());
+        }
+        let row: Option<(String, String)> = conn
+            .prepare_cached("SELECT problem, params_json FROM campaigns WHERE id = ?1")?
+            .query_row(params![campaign_id], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?;
+        let (name, params_json) =
+            row.ok_or_else(|| Error::NotFound(format!("no campaign {campaign_id}")))?;
+        let problem = registry::instantiate(&name, &params_json)?;
+        self.lock()?.insert(campaign_id, problem.clone());
+        Ok(problem)
+    }
+
+    fn lock(&self) -> Result<std::sync::MutexGuard<'_, HashMap<i64, Arc<dyn Problem>>>, Error> {
+        self.cache
+            .lock()
+            .map_err(|_| Error::Internal("problem cache poisoned".into()))
+    }
+}

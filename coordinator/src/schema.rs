@@ -1,0 +1,181 @@
+//! The database schema and its migrations. `PRAGMA user_version` holds the schema version;
+//! a database written by a newer grind is refused rather than guessed at.
+
+use rusqlite::Connection;
+
+use crate::error::Error;
+
+/// Each entry upgrades the schema by one version, in order.
+const MIGRATIONS: &[&str] = &[r#"
+CREATE TABLE workers (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL,
+    host TEXT NOT NULL,
+    cores INTEGER NOT NULL,
+    version TEXT NOT NULL,
+    git_commit TEXT NOT NULL,
+    registered_ms INTEGER NOT NULL,
+    last_seen_ms INTEGER NOT NULL,
+    banned INTEGER NOT NULL DEFAULT 0
+);
+
+CREATE TABLE campaigns (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL,
+    problem TEXT NOT NULL,
+    params_json TEXT NOT NULL,
+    objective TEXT NOT NULL,
+    exhaustive INTEGER NOT NULL,
+    solver_version INTEGER NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('running', 'paused', 'done', 'failed', 'cancelled')),
+    created_ms INTEGER NOT NULL,
+    finished_ms INTEGER,
+    verify_rate REAL NOT NULL,
+    max_attempts INTEGER NOT NULL,
+    seed INTEGER NOT NULL,
+    split_cursor BLOB,
+    split_done INTEGER NOT NULL DEFAULT 0,
+    next_seq INTEGER NOT NULL DEFAULT 0,
+    bound INTEGER,
+    best_score INTEGER,
+    best_solution TEXT,
+    best_event INTEGER,
+    total TEXT NOT NULL DEFAULT '0',
+    samples INTEGER NOT NULL DEFAULT 0,
+    cpu_seconds REAL NOT NULL DEFAULT 0,
+    nodes INTEGER NOT NULL DEFAULT 0
+);
+
+CREATE TABLE units (
+    id INTEGER PRIMARY KEY,
+    campaign_id INTEGER NOT NULL REFERENCES campaigns(id),
+    seq INTEGER NOT NULL,
+    label TEXT NOT NULL,
+    payload BLOB NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('pending', 'leased', 'done', 'failed')),
+    attempts INTEGER NOT NULL DEFAULT 0,
+    cursor BLOB,
+    lease_id INTEGER,
+    replica_needed INTEGER NOT NULL DEFAULT 0,
+    disputed INTEGER NOT NULL DEFAULT 0,
+    value TEXT,
+    done_ms INTEGER,
+    UNIQUE (campaign_id, seq)
+);
+CREATE INDEX units_by_state ON units (campaign_id, state, id);
+
+CREATE TABLE leases (
+    id INTEGER PRIMARY KEY,
+    unit_id INTEGER NOT NULL REFERENCES units(id),
+    campaign_id INTEGER NOT NULL REFERENCES campaigns(id),
+    worker_id INTEGER NOT NULL REFERENCES workers(id),
+    granted_ms INTEGER NOT NULL,
+    deadline_ms INTEGER NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('active', 'completed', 'expired', 'released', 'cancelled', 'failed')),
+    replica INTEGER NOT NULL,
+    nodes INTEGER NOT NULL DEFAULT 0,
+    fraction REAL,
+    ended_ms INTEGER
+);
+CREATE INDEX leases_active ON leases (state, deadline_ms);
+CREATE INDEX leases_by_worker ON leases (worker_id, state);
+CREATE INDEX leases_by_campaign ON leases (campaign_id, state);
+
+CREATE TABLE results (
+    id INTEGER PRIMARY KEY,
+    unit_id INTEGER NOT NULL REFERENCES units(id),
+    campaign_id INTEGER NOT NULL REFERENCES campaigns(id),
+    lease_id INTEGER NOT NULL REFERENCES leases(id),
+    worker_id INTEGER NOT NULL REFERENCES workers(id),
+    value TEXT NOT NULL,
+    solution TEXT,
+    nodes INTEGER NOT NULL,
+    cpu_seconds REAL NOT NULL,
+    wall_seconds REAL NOT NULL,
+    created_ms INTEGER NOT NULL,
+    replica INTEGER NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('accepted', 'awaiting', 'rejected'))
+);
+CREATE INDEX results_by_unit ON results (unit_id);
+CREATE INDEX results_by_campaign ON results (campaign_id);
+
+CREATE TABLE samples (
+    id INTEGER PRIMARY KEY,
+    campaign_id INTEGER NOT NULL REFERENCES campaigns(id),
+    unit_id INTEGER NOT NULL REFERENCES units(id),
+    result_id INTEGER NOT NULL REFERENCES results(id),
+    data TEXT NOT NULL
+);
+CREATE INDEX samples_by_campaign ON samples (campaign_id, id);
+
+CREATE TABLE events (
+    id INTEGER PRIMARY KEY,
+    at_ms INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    campaign_id INTEGER,
+    unit_id INTEGER,
+    lease_id INTEGER,
+    worker_id INTEGER,
+    detail TEXT NOT NULL
+);
+CREATE INDEX events_by_campaign ON events (campaign_id, id);
+
+CREATE TRIGGER events_append_only_update BEFORE UPDATE ON events
+BEGIN SELECT RAISE(ABORT, 'the event log is append-only'); END;
+CREATE TRIGGER events_append_only_delete BEFORE DELETE ON events
+BEGIN SELECT RAISE(ABORT, 'the event log is append-only'); END;
+"#];
+
+/// The schema version this binary writes.
+pub fn current_version() -> i64 {
+    MIGRATIONS.len() as i64
+}
+
+/// Brings the database up to [`current_version`], one transaction per step; refuses a
+/// database from a newer grind.
+pub fn migrate(conn: &mut Connection) -> Result<(), Error> {
+    let found: i64 = conn.pragma_query_value(None, "user_version", |row| row.get(0))?;
+    if found > current_version() {
+        return Err(Error::FailedPrecondition(format!(
+            "the database has schema version {found}, newer than this grind understands ({}); \
+             upgrade grind before opening it",
+            current_version()
+        )));
+    }
+    for (index, step) in MIGRATIONS.iter().enumerate().skip(found as usize) {
+        let tx = conn.transaction()?;
+        tx.execute_batch(step)?;
+        tx.pragma_update(None, "user_version", index as i64 + 1)?;
+        tx.commit()?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn migrates_and_refuses_newer_schemas() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        migrate(&mut conn).unwrap();
+        migrate(&mut conn).unwrap();
+        conn.pragma_update(None, "user_version", current_version() + 1)
+            .unwrap();
+        let err = migrate(&mut conn).unwrap_err();
+        assert!(err.to_string().contains("newer"), "{err}");
+    }
+
+    #[test]
+    fn events_cannot_be_rewritten() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        migrate(&mut conn).unwrap();
+        conn.execute(
+            "INSERT INTO events (at_ms, kind, detail) VALUES (1, 'x', '{}')",
+            [],
+        )
+        .unwrap();
+        assert!(conn.execute("UPDATE events SET kind = 'y'", []).is_err());
+        assert!(conn.execute("DELETE FROM events", []).is_err());
+    }
+}

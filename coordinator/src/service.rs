@@ -1,0 +1,173 @@
+//! The gRPC services: thin handlers that take the request, call the [`Coordinator`] and map
+//! its error to a status. No scheduling logic lives here.
+
+use grind_proto::v1 as pb;
+use grind_proto::v1::admin_server::Admin;
+use grind_proto::v1::worker_server::Worker;
+use tonic::{Request, Response, Status};
+
+use crate::core::Coordinator;
+use crate::scheduler::Action;
+
+/// Implements `grind.v1.Worker`.
+pub struct WorkerService(pub Coordinator);
+
+/// Implements `grind.v1.Admin`.
+pub struct AdminService(pub Coordinator);
+
+fn reply<T>(result: Result<T, crate::error::Error>) -> Result<Response<T>, Status> {
+    result.map(Response::new).map_err(Status::from)
+}
+
+#[tonic::async_trait]
+impl Worker for WorkerService {
+    async fn register(
+        &self,
+        request: Request<pb::RegisterRequest>,
+    ) -> Result<Response<pb::RegisterReply>, Status> {
+        reply(self.0.register(request.into_inner()).await)
+    }
+
+    async fn lease(
+        &self,
+        request: Request<pb::LeaseRequest>,
+    ) -> Result<Response<pb::LeaseReply>, Status> {
+        reply(self.0.lease(request.into_inner()).await)
+    }
+
+    async fn heartbeat(
+        &self,
+        request: Request<pb::HeartbeatRequest>,
+    ) -> Result<Response<pb::HeartbeatReply>, Status> {
+        reply(self.0.heartbeat(request.into_inner()).await)
+    }
+
+    async fn report_improvement(
+        &self,
+        request: Request<pb::ImprovementRequest>,
+    ) -> Result<Response<pb::ImprovementReply>, Status> {
+        reply(self.0.improve(request.into_inner()).await)
+    }
+
+    async fn donate(
+        &self,
+        request: Request<pb::DonateRequest>,
+    ) -> Result<Response<pb::DonateReply>, Status> {
+        reply(self.0.donate(request.into_inner()).await)
+    }
+
+    async fn complete(
+        &self,
+        request: Request<pb::CompleteRequest>,
+    ) -> Result<Response<pb::CompleteReply>, Status> {
+        reply(self.0.complete(request.into_inner()).await)
+    }
+
+    async fn release(
+        &self,
+        request: Request<pb::ReleaseRequest>,
+    ) -> Result<Response<pb::ReleaseReply>, Status> {
+        reply(self.0.release(request.into_inner()).await)
+    }
+}
+
+#[tonic::async_trait]
+impl Admin for AdminService {
+    async fn create_campaign(
+        &self,
+        request: Request<pb::CreateCampaignRequest>,
+    ) -> Result<Response<pb::CreateCampaignReply>, Status> {
+        reply(
+            self.0
+                .create_campaign(request.into_inner())
+                .await
+                .map(|campaign_id| pb::CreateCampaignReply { campaign_id }),
+        )
+    }
+
+    async fn list_campaigns(
+        &self,
+        _request: Request<pb::ListCampaignsRequest>,
+    ) -> Result<Response<pb::ListCampaignsReply>, Status> {
+        reply(
+            self.0
+                .campaigns()
+                .await
+                .map(|campaigns| pb::ListCampaignsReply { campaigns }),
+        )
+    }
+
+    async fn show_campaign(
+        &self,
+        request: Request<pb::CampaignRef>,
+    ) -> Result<Response<pb::CampaignStatus>, Status> {
+        reply(self.0.campaign(request.into_inner().campaign_id).await)
+    }
+
+    async fn pause_campaign(
+        &self,
+        request: Request<pb::CampaignRef>,
+    ) -> Result<Response<pb::CampaignStatus>, Status> {
+        let id = request.into_inner().campaign_id;
+        reply(self.0.change_state(id, Action::Pause).await)
+    }
+
+    async fn resume_campaign(
+        &self,
+        request: Request<pb::CampaignRef>,
+    ) -> Result<Response<pb::CampaignStatus>, Status> {
+        let id = request.into_inner().campaign_id;
+        reply(self.0.change_state(id, Action::Resume).await)
+    }
+
+    async fn cancel_campaign(
+        &self,
+        request: Request<pb::CampaignRef>,
+    ) -> Result<Response<pb::CampaignStatus>, Status> {
+        let id = request.into_inner().campaign_id;
+        reply(self.0.change_state(id, Action::Cancel).await)
+    }
+
+    async fn status(
+        &self,
+        request: Request<pb::StatusRequest>,
+    ) -> Result<Response<pb::StatusReply>, Status> {
+        reply(self.0.status(request.into_inner()).await)
+    }
+
+    async fn leaderboard(
+        &self,
+        _request: Request<pb::LeaderboardRequest>,
+    ) -> Result<Response<pb::LeaderboardReply>, Status> {
+        reply(self.0.leaderboard().await)
+    }
+
+    async fn export(
+        &self,
+        request: Request<pb::CampaignRef>,
+    ) -> Result<Response<pb::ExportReply>, Status> {
+        reply(self.0.export(request.into_inner().campaign_id).await)
+    }
+
+    async fn import(
+        &self,
+        request: Request<pb::ImportRequest>,
+    ) -> Result<Response<pb::ImportReply>, Status> {
+        reply(self.0.import(request.into_inner()).await)
+    }
+
+    async fn list_problems(
+        &self,
+        _request: Request<pb::ListProblemsRequest>,
+    ) -> Result<Response<pb::ListProblemsReply>, Status> {
+        let problems = grind_shared::registry::registry()
+            .iter()
+            .map(|entry| pb::ProblemInfo {
+                name: entry.name.to_string(),
+                about: entry.about.to_string(),
+                solver_version: entry.solver_version,
+            })
+            .collect();
+        Ok(Response::new(pb::ListProblemsReply { problems }))
+    }
+}

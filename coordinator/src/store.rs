@@ -1,0 +1,175 @@
+//! The coordinator's durable state: one SQLite database in WAL mode.
+//!
+//! All writes go through one writer thread that owns the write connection and commits in
+//! groups: it takes every write waiting in its queue, runs each inside its own SAVEPOINT (so a
+//! failing write rolls back alone and changes nothing), commits them together with one fsync,
+//! and only then answers the callers. Each state change is atomic and durable before anyone
+//! hears of it, and a busy coordinator pays one fsync per group instead of one per change.
+//! Reads use a separate connection (WAL lets them run beside the writer).
+
+use rusqlite::Connection;
+use std::path::Path;
+use std::sync::{mpsc, Arc, Mutex};
+use tokio::sync::oneshot;
+
+use crate::error::Error;
+use crate::schema;
+
+/// Most writes committed in one group.
+const MAX_GROUP: usize = 512;
+
+/// One queued write: runs inside its own savepoint, then hears whether the group committed.
+trait Job: Send {
+    /// Runs the change; returns false when it failed and must be rolled back.
+    fn run(&mut self, conn: &Connection) -> bool;
+    /// Delivers the outcome once the group's commit is known.
+    fn finish(self: Box<Self>, committed: Result<(), String>);
+}
+
+struct WriteJob<R, F> {
+    f: Option<F>,
+    outcome: Option<Result<R, Error>>,
+    tx: oneshot::Sender<Result<R, Error>>,
+}
+
+impl<R, F> Job for WriteJob<R, F>
+where
+    R: Send + 'static,
+    F: FnOnce(&Connection) -> Result<R, Error> + Send + 'static,
+{
+    fn run(&mut self, conn: &Connection) -> bool {
+        let f = self.f.take().expect("a job runs once");
+        let outcome = f(conn);
+        let ok = outcome.is_ok();
+        self.outcome = Some(outcome);
+        ok
+    }
+
+    fn finish(self: Box<Self>, committed: Result<(), String>) {
+        let answer = match (committed, self.outcome) {
+            (Ok(()), Some(outcome)) => outcome,
+            (Ok(()), None) => Err(Error::Internal("a write never ran".into())),
+            (Err(e), _) => Err(Error::Unavailable(format!("the store could not commit: {e}"))),
+        };
+        let _ = self.tx.send(answer);
+    }
+}
+
+/// Handle to the store; cheap to clone.
+#[derive(Clone)]
+pub struct Store {
+    writer: mpsc::Sender<Box<dyn Job>>,
+    reader: Arc<Mutex<Connection>>,
+}
+
+impl Store {
+    /// Opens (creating and migrating if needed) the database at `path`.
+    pub fn open(path: &Path) -> Result<Store, Error> {
+        let mut write_conn = Connection::open(path)?;
+        configure(&write_conn)?;
+        schema::migrate(&mut write_conn)?;
+        let read_conn = Connection::open(path)?;
+        configure(&read_conn)?;
+        let (writer, jobs) = mpsc::channel::<Box<dyn Job>>();
+        std::thread::Builder::new()
+            .name("grind-store".into())
+            .spawn(move || writer_loop(write_conn, jobs))
+            .map_err(|e| Error::Internal(format!("cannot start the store thread: {e}")))?;
+        Ok(Store {
+            writer,
+            reader: Arc::new(Mutex::new(read_conn)),
+        })
+    }
+
+    /// Runs `f` as one atomic, durable change. If `f` fails, nothing it did is kept.
+    pub async fn write<R, F>(&self, f: F) -> Result<R, Error>
+    where
+        R: Send + 'static,
+        F: FnOnce(&Connection) -> Result<R, Error> + Send + 'static,
+    {
+        let (tx, rx) = oneshot::channel::<Result<R, Error>>();
+        let job: Box<dyn Job> = Box::new(WriteJob {
+            f: Some(f),
+            outcome: None,
+            tx,
+        });
+        self.writer
+            .send(job)
+            .map_err(|_| Error::Unavailable("the store is shut down".into()))?;
+        rx.await
+            .map_err(|_| Error::Internal("the store dropped a write".into()))?
+    }
+
+    /// Runs a read-only query on the reader connection (off the async runtime's threads).
+    pub async fn read<R, F>(&self, f: F) -> Result<R, Error>
+    where
+        R: Send + 'static,
+        F: FnOnce(&Connection) -> Result<R, Error> + Send + 'static,
+    {
+        let reader = self.reader.clone();
+        tokio::task::spawn_blocking(move || {
+            let conn = reader
+                .lock()
+                .map_err(|_| Error::Internal("reader poisoned".into()))?;
+            conn.execute_batch("BEGIN DEFERRED")?;
+            let out = f(&conn);
+            conn.execute_batch("COMMIT")?;
+            out
+        })
+        .await
+        .map_err(|e| Error::Internal(format!("read task failed: {e}")))?
+    }
+}
+
+fn configure(conn: &Connection) -> Result<(), Error> {
+    conn.busy_timeout(std::time::Duration::from_secs(10))?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    conn.pragma_update(None, "synchronous", "FULL")?;
+    conn.pragma_update(None, "foreign_keys", "ON")?;
+    Ok(())
+}
+
+fn writer_loop(conn: Connection, jobs: mpsc::Receiver<Box<dyn Job>>) {
+    while let Ok(first) = jobs.recv() {
+        let mut group = vec![first];
+        while group.len() < MAX_GROUP {
+            match jobs.try_recv() {
+                Ok(job) => group.push(job),
+                Err(_) => break,
+            }
+        }
+        if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
+            let msg = format!("cannot begin a transaction: {e}");
+            tracing::error!("store: {msg}");
+            for job in group {
+                job.finish(Err(msg.clone()));
+            }
+            continue;
+        }
+        let mut failed_savepoint = None;
+        for job in group.iter_mut() {
+            let step = conn.execute_batch("SAVEPOINT op").and_then(|()| {
+                if job.run(&conn) {
+                    conn.execute_batch("RELEASE op")
+                } else {
+                    conn.execute_batch("ROLLBACK TO op; RELEASE op")
+                }
+            });
+            if let Err(e) = step {
+                failed_savepoint = Some(e.to_string());
+                break;
+            }
+        }
+        let committed = match failed_savepoint {
+            Some(e) => Err(e),
+            None => conn.execute_batch("COMMIT").map_err(|e| e.to_string()),
+        };
+        if let Err(e) = &committed {
+            tracing::error!("store: group not committed: {e}");
+            let _ = conn.execute_batch("ROLLBACK");
+        }
+        for job in group {
+            job.finish(committed.clone());
+        }
+    }
+}

@@ -1,0 +1,273 @@
+//! Read-only views of the store: campaign status, workers, per-unit provenance, leaderboard
+//! and export records. Nothing here writes.
+
+use grind_proto::v1 as pb;
+use rusqlite::{params, Connection, OptionalExtension, Row};
+use serde_json::json;
+
+use crate::error::Error;
+
+const CAMPAIGN_COLUMNS: &str = "id, name, problem, params_json, objective, state, exhaustive,
+    best_score, best_solution, total, samples, created_ms, finished_ms, cpu_seconds, nodes,
+    verify_rate, best_event, split_done, solver_version";
+
+fn campaign_from_row(conn: &Connection, r: &Row) -> Result<pb::CampaignStatus, Error> {
+    let id: i64 = r.get(0)?;
+    let objective: String = r.get(4)?;
+    let state: String = r.get(5)?;
+    let exhaustive: bool = r.get(6)?;
+    let best_score: Option<i64> = r.get(7)?;
+    let total: String = r.get(9)?;
+    let samples: i64 = r.get(10)?;
+    let best_event: Option<i64> = r.get(16)?;
+    let split_done: bool = r.get(17)?;
+    let value = match objective.as_str() {
+        "count" => total,
+        "sample" => samples.to_string(),
+        _ => best_score.map(|s| s.to_string()).unwrap_or_default(),
+    };
+    let mut units = unit_counts(conn, id)?;
+    units.split_complete = split_done;
+    let proven = state == "done" && exhaustive && units.failed == 0;
+    let workers: i64 = conn
+        .prepare_cached(
+            "SELECT count(DISTINCT worker_id) FROM leases WHERE campaign_id = ?1 AND state = 'active'",
+        )?
+        .query_row(params![id], |row| row.get(0))?;
+    Ok(pb::CampaignStatus {
+        campaign_id: id,
+        name: r.get(1)?,
+        problem: r.get(2)?,
+        params_json: r.get(3)?,
+        objective,
+        state,
+        value,
+        proven,
+        solution_json: r.get::<_, Option<String>>(8)?.unwrap_or_default(),
+        units: Some(units),
+        workers: workers as u32,
+        created_ms: r.get(11)?,
+        finished_ms: r.get::<_, Option<i64>>(12)?.unwrap_or(0),
+        cpu_seconds: r.get(13)?,
+        nodes: r.get::<_, i64>(14)? as u64,
+        verify_rate: r.get(15)?,
+        best_provenance: match best_event {
+            Some(event_id) => provenance_of_event(conn, event_id)?,
+            None => None,
+        },
+        samples: samples as u64,
+        solver_version: r.get(18)?,
+    })
+}
+
+fn unit_counts(conn: &Connection, campaign_id: i64) -> Result<pb::UnitCounts, Error> {
+    let mut counts = pb::UnitCounts::default();
+    let mut stmt = conn.prepare_cached(
+        "SELECT state, replica_needed, count(*), sum(disputed) FROM units WHERE campaign_id = ?1
+         GROUP BY state, replica_needed",
+    )?;
+    let rows = stmt.query_map(params![campaign_id], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, bool>(1)?,
+            r.get::<_, i64>(2)? as u64,
+            r.get::<_, i64>(3)? as u64,
+        ))
+    })?;
+    for row in rows {
+        let (state, replica, n, disputed) = row?;
+        counts.disputed += disputed;
+        match state.as_str() {
+            "pending" if replica => counts.verifying += n,
+            "pending" => counts.pending += n,
+            "leased" => counts.leased += n,
+            "done" => counts.done += n,
+            _ => counts.failed += n,
+        }
+    }
+    Ok(counts)
+}
+
+/// Provenance of the event that recorded an improvement.
+fn provenance_of_event(conn: &Connection, event_id: i64) -> Result<Option<pb::Provenance>, Error> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT e.worker_id, coalesce(w.name, ''), coalesce(w.host, ''), coalesce(w.version, ''),
+                    coalesce(w.git_commit, ''), c.solver_version, coalesce(e.lease_id, 0),
+                    coalesce(e.unit_id, 0), e.at_ms
+             FROM events e JOIN campaigns c ON c.id = e.campaign_id
+             LEFT JOIN workers w ON w.id = e.worker_id WHERE e.id = ?1",
+        )?
+        .query_row(params![event_id], |r| {
+            Ok(pb::Provenance {
+                worker_id: r.get::<_, Option<i64>>(0)?.unwrap_or(0),
+                worker_name: r.get(1)?,
+                host: r.get(2)?,
+                worker_version: r.get(3)?,
+                git_commit: r.get(4)?,
+                solver_version: r.get(5)?,
+                lease_id: r.get(6)?,
+                unit_id: r.get(7)?,
+                at_ms: r.get(8)?,
+            })
+        })
+        .optional()?)
+}
+
+/// One campaign's status.
+pub fn campaign(conn: &Connection, campaign_id: i64) -> Result<pb::CampaignStatus, Error> {
+    let sql = format!("SELECT {CAMPAIGN_COLUMNS} FROM campaigns WHERE id = ?1");
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let mut rows = stmt.query(params![campaign_id])?;
+    match rows.next()? {
+        Some(row) => campaign_from_row(conn, row),
+        None => Err(Error::NotFound(format!("no campaign {campaign_id}"))),
+    }
+}
+
+/// Every campaign, newest last.
+pub fn campaigns(conn: &Connection) -> Result<Vec<pb::CampaignStatus>, Error> {
+    let sql = format!("SELECT {CAMPAIGN_COLUMNS} FROM campaigns ORDER BY id");
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let mut rows = stmt.query([])?;
+    let mut out = Vec::new();
+    while let Some(row) = rows.next()? {
+        out.push(campaign_from_row(conn, row)?);
+    }
+    Ok(out)
+}
+
+/// Every registered worker with its activity.
+pub fn workers(conn: &Connection) -> Result<Vec<pb::WorkerInfo>, Error> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT w.id, w.name, w.host, w.cores, w.version, w.git_commit, w.registered_ms, w.last_seen_ms,
+            (SELECT count(*) FROM leases l WHERE l.worker_id = w.id AND l.state = 'active'),
+            (SELECT count(*) FROM results r WHERE r.worker_id = w.id AND r.status = 'accepted'),
+            (SELECT coalesce(sum(cpu_seconds), 0) FROM results r WHERE r.worker_id = w.id)
+         FROM workers w ORDER BY w.id",
+    )?;
+    let rows = stmt.query_map([], |r| {
+        Ok(pb::WorkerInfo {
+            worker_id: r.get(0)?,
+            name: r.get(1)?,
+            host: r.get(2)?,
+            cores: r.get(3)?,
+            version: r.get(4)?,
+            git_commit: r.get(5)?,
+            registered_ms: r.get(6)?,
+            last_seen_ms: r.get(7)?,
+            active_leases: r.get::<_, i64>(8)? as u32,
+            units_done: r.get::<_, i64>(9)? as u64,
+            cpu_seconds: r.get(10)?,
+        })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// Every result of a campaign's units, with who produced it.
+pub fn results(conn: &Connection, campaign_id: i64) -> Result<Vec<pb::UnitResultRecord>, Error> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT r.unit_id, u.label, r.status, r.value, r.worker_id, w.name, w.host, w.version,
+                w.git_commit, c.solver_version, r.lease_id, r.created_ms, r.cpu_seconds,
+                r.wall_seconds, r.nodes, r.replica, l.granted_ms
+         FROM results r JOIN units u ON u.id = r.unit_id JOIN workers w ON w.id = r.worker_id
+         JOIN campaigns c ON c.id = r.campaign_id JOIN leases l ON l.id = r.lease_id
+         WHERE r.campaign_id = ?1 ORDER BY r.id",
+    )?;
+    let rows = stmt.query_map(params![campaign_id], |r| {
+        Ok(pb::UnitResultRecord {
+            unit_id: r.get(0)?,
+            label: r.get(1)?,
+            state: r.get(2)?,
+            value: r.get(3)?,
+            provenance: Some(pb::Provenance {
+                worker_id: r.get(4)?,
+                worker_name: r.get(5)?,
+                host: r.get(6)?,
+                worker_version: r.get(7)?,
+                git_commit: r.get(8)?,
+                solver_version: r.get(9)?,
+                lease_id: r.get(10)?,
+                unit_id: r.get(0)?,
+                at_ms: r.get(11)?,
+            }),
+            cpu_seconds: r.get(12)?,
+            wall_seconds: r.get(13)?,
+            nodes: r.get::<_, i64>(14)? as u64,
+            replica: r.get(15)?,
+            started_ms: r.get(16)?,
+        })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// The best result of every campaign that has one.
+pub fn leaderboard(conn: &Connection) -> Result<Vec<pb::LeaderboardEntry>, Error> {
+    Ok(campaigns(conn)?
+        .into_iter()
+        .filter(|c| !c.value.is_empty())
+        .map(|c| pb::LeaderboardEntry {
+            campaign_id: c.campaign_id,
+            problem: c.problem,
+            params_json: c.params_json,
+            value: c.value,
+            proven: c.proven,
+            provenance: c.best_provenance,
+        })
+        .collect())
+}
+
+/// The samples of a sample campaign, in order.
+pub fn samples(conn: &Connection, campaign_id: i64) -> Result<Vec<String>, Error> {
+    let mut stmt =
+        conn.prepare_cached("SELECT data FROM samples WHERE campaign_id = ?1 ORDER BY id")?;
+    let rows = stmt.query_map(params![campaign_id], |r| r.get(0))?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// A JSON provenance record for an exported result.
+pub fn provenance_record(
+    conn: &Connection,
+    status: &pb::CampaignStatus,
+) -> Result<serde_json::Value, Error> {
+    let units = results(conn, status.campaign_id)?;
+    let contributors: std::collections::BTreeMap<i64, (String, String, String, String, f64)> =
+        units.iter().fold(Default::default(), |mut acc, r| {
+            if let Some(p) = &r.provenance {
+                let entry = acc.entry(p.worker_id).or_insert((
+                    p.worker_name.clone(),
+                    p.host.clone(),
+                    p.worker_version.clone(),
+                    p.git_commit.clone(),
+                    0.0,
+                ));
+                entry.4 += r.cpu_seconds;
+            }
+            acc
+        });
+    Ok(json!({
+        "campaign": status.campaign_id,
+        "name": status.name,
+        "problem": status.problem,
+        "params": serde_json::from_str::<serde_json::Value>(&status.params_json).unwrap_or_default(),
+        "objective": status.objective,
+        "state": status.state,
+        "value": status.value,
+        "proven": status.proven,
+        "solution": serde_json::from_str::<serde_json::Value>(&status.solution_json).ok(),
+        "solver_version": status.solver_version,
+        "best_found_by": status.best_provenance.as_ref().map(|p| json!({
+            "worker_id": p.worker_id, "worker": p.worker_name, "host": p.host,
+            "version": p.worker_version, "git_commit": p.git_commit,
+            "lease": p.lease_id, "unit": p.unit_id, "at_ms": p.at_ms,
+        })),
+        "cpu_seconds": status.cpu_seconds,
+        "created_ms": status.created_ms,
+        "finished_ms": status.finished_ms,
+        "contributors": contributors.iter().map(|(id, (name, host, version, commit, cpu))| json!({
+            "worker_id": id, "name": name, "host": host, "version": version,
+            "git_commit": commit, "cpu_seconds": cpu,
+        })).collect::<Vec<_>>(),
+        "exported_by": {"version": grind_shared::VERSION, "git_commit": grind_shared::GIT_COMMIT},
+    }))
+}

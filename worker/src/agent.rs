@@ -1,0 +1,543 @@
+//! The worker's IO loop: registers, leases units, runs them on the rayon pool, heartbeats,
+//! reports improvements and delivers results — holding them while the coordinator is away —
+//! and on shutdown checkpoints and hands its leases back.
+
+use grind_proto::v1 as pb;
+use grind_shared::problem::{Problem, ProblemError, UnitOutcome};
+use grind_shared::registry;
+use std::collections::{HashMap, VecDeque};
+use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
+use tonic::Code;
+
+use crate::client::{is_transient, Client};
+use crate::context::{FoundImprovement, SharedBound, UnitContext};
+use crate::cpu;
+use crate::{WorkerConfig, WorkerError, WorkerSummary};
+
+/// How long shutdown waits for running units to checkpoint and stop.
+const STOP_GRACE: Duration = Duration::from_millis(3000);
+/// How long shutdown spends handing leases and results back.
+const DELIVERY_GRACE: Duration = Duration::from_millis(1500);
+const MAX_BACKOFF: Duration = Duration::from_secs(5);
+const MIN_BACKOFF: Duration = Duration::from_millis(100);
+
+/// A unit's end, sent from the CPU pool to the IO loop.
+struct Finished {
+    lease_id: i64,
+    outcome: Result<UnitOutcome, ProblemError>,
+    cpu_seconds: f64,
+    wall_seconds: f64,
+}
+
+struct Running {
+    grant: pb::LeaseGrant,
+    ctx: Arc<UnitContext>,
+    cancelled: bool,
+}
+
+/// A message waiting to be delivered to the coordinator, in order.
+enum Outgoing {
+    Complete(pb::CompleteRequest),
+    Improvement(pb::ImprovementRequest),
+    Release(pb::ReleaseRequest),
+}
+
+/// Tracks whether a unit ran alone on this worker for its whole life (then the process CPU
+/// clock measures it exactly; otherwise its solving thread's clock is used).
+#[derive(Default)]
+struct CpuAccounting {
+    active: AtomicUsize,
+    starts: AtomicUsize,
+}
+
+struct Agent {
+    config: WorkerConfig,
+    client: Client,
+    pool: Arc<rayon::ThreadPool>,
+    worker_id: i64,
+    heartbeat_every: Duration,
+    running: HashMap<i64, Running>,
+    outbox: VecDeque<Outgoing>,
+    problems: HashMap<i64, Arc<dyn Problem>>,
+    bounds: HashMap<i64, Arc<SharedBound>>,
+    finished_tx: mpsc::UnboundedSender<Finished>,
+    improvements_tx: mpsc::UnboundedSender<FoundImprovement>,
+    accounting: Arc<CpuAccounting>,
+    summary: WorkerSummary,
+    backoff: Duration,
+    next_contact: Instant,
+    next_lease: Instant,
+    next_heartbeat: Instant,
+}
+
+/// Runs a worker until `shutdown` resolves.
+pub async fn run(
+    config: WorkerConfig,
+    shutdown: impl Future<Output = ()>,
+) -> Result<WorkerSummary, WorkerError> {
+    let client = Client::new(&config.coordinator)?;
+    let pool = Arc::new(
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(config.threads)
+            .thread_name(|i| format!("grind-solve-{i}"))
+            .build()
+            .map_err(|e| WorkerError::Setup(format!("cannot start the CPU pool: {e}")))?,
+    );
+    let (finished_tx, mut finished_rx) = mpsc::unbounded_channel();
+    let (improvements_tx, mut improvements_rx) = mpsc::unbounded_channel();
+    let now = Instant::now();
+    let mut agent = Agent {
+        config,
+        client,
+        pool,
+        worker_id: 0,
+        heartbeat_every: Duration::from_secs(2),
+        running: HashMap::new(),
+        outbox: VecDeque::new(),
+        problems: HashMap::new(),
+        bounds: HashMap::new(),
+        finished_tx,
+        improvements_tx,
+        accounting: Arc::new(CpuAccounting::default()),
+        summary: WorkerSummary::default(),
+        backoff: MIN_BACKOFF,
+        next_contact: now,
+        next_lease: now,
+        next_heartbeat: now,
+    };
+    tokio::pin!(shutdown);
+    loop {
+        if agent.worker_id == 0 && Instant::now() >= agent.next_contact {
+            agent.register().await;
+        }
+        if agent.worker_id != 0 {
+            agent.deliver().await;
+            agent.heartbeat_if_due().await;
+            agent.lease_if_free().await;
+        }
+        let wake = agent.next_wakeup();
+        tokio::select! {
+            _ = &mut shutdown => break,
+            Some(done) = finished_rx.recv() => agent.on_finished(done),
+            Some(found) = improvements_rx.recv() => agent.on_improvement(found),
+            _ = tokio::time::sleep_until(wake.into()) => {}
+        }
+    }
+    agent.shut_down(&mut finished_rx, &mut improvements_rx).await;
+    Ok(agent.summary)
+}
+
+impl Agent {
+    fn next_wakeup(&self) -> Instant {
+        let mut wake = self.next_heartbeat;
+        if self.worker_id == 0 || !self.outbox.is_empty() {
+            wake = wake.min(self.next_contact);
+        }
+        if self.free_slots() > 0 {
+            wake = wake.min(self.next_lease.max(self.next_contact));
+        }
+        wake.max(Instant::now() + Duration::from_millis(1))
+    }
+
+    fn free_slots(&self) -> usize {
+        self.config.threads.saturating_sub(self.running.len())
+    }
+
+    fn contact_failed(&mut self, what: &str, status: &tonic::Status) {
+        tracing::warn!(
+            "{what}: coordinator unreachable ({}: {}); retrying in {:?}",
+            status.code(),
+            status.message(),
+            self.backoff
+        );
+        self.next_contact = Instant::now() + self.backoff;
+        self.backoff = (self.backoff * 2).min(MAX_BACKOFF);
+    }
+
+    fn contact_ok(&mut self) {
+        self.backoff = MIN_BACKOFF;
+    }
+
+    fn reachable(&self) -> bool {
+        Instant::now() >= self.next_contact
+    }
+
+    /// Handles an answer meaning "this coordinator does not know us" by registering again.
+    fn forget_identity_if_unknown(&mut self, status: &tonic::Status) -> bool {
+        if status.code() == Code::NotFound && status.message().contains("unknown worker") {
+            tracing::warn!("the coordinator no longer knows worker {}; registering again", self.worker_id);
+            self.worker_id = 0;
+            true
+        } else {
+            false
+        }
+    }
+
+    async fn register(&mut self) {
+        let request = pb::RegisterRequest {
+            name: self.config.name.clone(),
+            host: self.config.host.clone(),
+            cores: self.config.threads as u32,
+            version: grind_shared::VERSION.to_string(),
+            git_commit: grind_shared::GIT_COMMIT.to_string(),
+            previous_worker_id: self.summary.worker_id,
+        };
+        match self.client.register(request).await {
+            Ok(reply) => {
+                self.contact_ok();
+                self.worker_id = reply.worker_id;
+                self.summary.worker_id = reply.worker_id;
+                self.heartbeat_every =
+                    Duration::from_millis(reply.heartbeat_interval_ms.clamp(50, 60_000) as u64);
+                self.next_heartbeat = Instant::now() + self.heartbeat_every;
+                tracing::info!("registered as worker {}", reply.worker_id);
+            }
+            Err(status) if is_transient(&status) => self.contact_failed("register", &status),
+            Err(status) => {
+                tracing::error!("registration refused: {}", status.message());
+                self.next_contact = Instant::now() + MAX_BACKOFF;
+            }
+        }
+    }
+
+    async fn deliver(&mut self) {
+        while self.reachable() {
+            let Some(item) = self.outbox.pop_front() else {
+                return;
+            };
+            let outcome = match &item {
+                Outgoing::Complete(req) => self.client.complete(req.clone()).await.map(|reply| {
+                    if reply.duplicate {
+                        tracing::info!("lease {}: {}", req.lease_id, reply.detail);
+                    } else {
+                        self.summary.units_done += 1;
+                    }
+                }),
+                Outgoing::Improvement(req) => {
+                    self.client.improve(req.clone()).await.map(|reply| {
+                        tracing::info!(
+                            "improvement {} for campaign {}: {}",
+                            reply.verified_score,
+                            req.campaign_id,
+                            if reply.accepted { "accepted" } else { "not better" }
+                        );
+                        if let Some(best) = reply.campaign_best {
+                            if let Some(bound) = self.bounds.get(&req.campaign_id) {
+                                bound.offer(best);
+                            }
+                        }
+                    })
+                }
+                Outgoing::Release(req) => self.client.release(req.clone()).await.map(|_| ()),
+            };
+            match outcome {
+                Ok(()) => self.contact_ok(),
+                Err(status) if is_transient(&status) => {
+                    self.outbox.push_front(item);
+                    self.contact_failed("delivery", &status);
+                    return;
+                }
+                Err(status) => {
+                    self.forget_identity_if_unknown(&status);
+                    tracing::error!("the coordinator refused a delivery: {}", status.message());
+                    self.summary.refused += 1;
+                }
+            }
+        }
+    }
+
+    async fn heartbeat_if_due(&mut self) {
+        if Instant::now() < self.next_heartbeat || !self.reachable() {
+            return;
+        }
+        self.next_heartbeat = Instant::now() + self.heartbeat_every;
+        let leases: Vec<pb::LeaseProgress> = self
+            .running
+            .values()
+            .filter(|r| !r.cancelled)
+            .map(|r| pb::LeaseProgress {
+                lease_id: r.grant.lease_id,
+                nodes: r.ctx.nodes(),
+                cursor: r.ctx.take_new_checkpoint().unwrap_or_default(),
+                fraction: r.ctx.fraction().unwrap_or(-1.0),
+            })
+            .collect();
+        let request = pb::HeartbeatRequest {
+            worker_id: self.worker_id,
+            leases,
+        };
+        match self.client.heartbeat(request).await {
+            Ok(reply) => {
+                self.contact_ok();
+                for status in reply.leases {
+                    if let Some(unit) = self.running.get_mut(&status.lease_id) {
+                        if status.verdict == pb::LeaseVerdict::Cancel as i32 {
+                            tracing::info!("lease {} cancelled by the coordinator", status.lease_id);
+                            unit.cancelled = true;
+                            unit.ctx.request_stop();
+                        } else {
+                            unit.ctx.request_split(status.split_requested);
+                        }
+                    }
+                }
+                for bound in reply.bounds {
+                    if let Some(shared) = self.bounds.get(&bound.campaign_id) {
+                        shared.offer(bound.bound);
+                    }
+                }
+            }
+            Err(status) if is_transient(&status) => self.contact_failed("heartbeat", &status),
+            Err(status) => {
+                if !self.forget_identity_if_unknown(&status) {
+                    tracing::error!("heartbeat refused: {}", status.message());
+                }
+            }
+        }
+    }
+
+    async fn lease_if_free(&mut self) {
+        let free = self.free_slots();
+        if free == 0 || Instant::now() < self.next_lease || !self.reachable() {
+            return;
+        }
+        let request = pb::LeaseRequest {
+            worker_id: self.worker_id,
+            capacity: free as u32,
+        };
+        match self.client.lease(request).await {
+            Ok(reply) => {
+                self.contact_ok();
+                if reply.leases.is_empty() {
+                    let wait = reply.retry_after_ms.clamp(10, 10_000) as u64;
+                    self.next_lease = Instant::now() + Duration::from_millis(wait);
+                }
+                for grant in reply.leases {
+                    self.start(grant);
+                }
+            }
+            Err(status) if is_transient(&status) => self.contact_failed("lease", &status),
+            Err(status) => {
+                if !self.forget_identity_if_unknown(&status) {
+                    tracing::error!("lease refused: {}", status.message());
+                    self.next_lease = Instant::now() + MAX_BACKOFF;
+                }
+            }
+        }
+    }
+
+    fn problem_for(&mut self, grant: &pb::LeaseGrant) -> Result<Arc<dyn Problem>, ProblemError> {
+        if let Some(problem) = self.problems.get(&grant.campaign_id) {
+            return Ok(problem.clone());
+        }
+        let entry = registry::lookup(&grant.problem)?;
+        if entry.solver_version != grant.solver_version {
+            tracing::warn!(
+                "campaign {} was created for {} solver version {}, this worker has {}",
+                grant.campaign_id,
+                grant.problem,
+                grant.solver_version,
+                entry.solver_version
+            );
+        }
+        let problem = registry::instantiate(&grant.problem, &grant.params_json)?;
+        self.problems.insert(grant.campaign_id, problem.clone());
+        Ok(problem)
+    }
+
+    fn start(&mut self, grant: pb::LeaseGrant) {
+        let lease_id = grant.lease_id;
+        tracing::info!(
+            "lease {lease_id}: campaign {} unit {} ({}){}",
+            grant.campaign_id,
+            grant.unit_id,
+            grant.unit_label,
+            if grant.replica { " [replica]" } else { "" }
+        );
+        let problem = match self.problem_for(&grant) {
+            Ok(problem) => problem,
+            Err(e) => {
+                self.outbox.push_back(Outgoing::Complete(pb::CompleteRequest {
+                    worker_id: self.worker_id,
+                    lease_id,
+                    result: Some(pb::UnitResult {
+                        error: format!("this worker cannot run the unit: {e}"),
+                        ..Default::default()
+                    }),
+                }));
+                return;
+            }
+        };
+        let objective = problem.objective();
+        let bound = self
+            .bounds
+            .entry(grant.campaign_id)
+            .or_insert_with(|| Arc::new(SharedBound::new(objective, None)))
+            .clone();
+        if let Some(b) = grant.bound {
+            bound.offer(b);
+        }
+        let resume = (!grant.cursor.is_empty()).then(|| grant.cursor.clone());
+        let ctx = Arc::new(UnitContext::new(
+            lease_id,
+            grant.campaign_id,
+            resume,
+            bound,
+            self.improvements_tx.clone(),
+        ));
+        let payload = grant.unit_payload.clone();
+        let finished = self.finished_tx.clone();
+        let unit_ctx = ctx.clone();
+        let accounting = self.accounting.clone();
+        self.pool.spawn(move || {
+            accounting.active.fetch_add(1, Ordering::AcqRel);
+            let starts_before = accounting.starts.fetch_add(1, Ordering::AcqRel) + 1;
+            let (thread0, process0, wall0) =
+                (cpu::thread_seconds(), cpu::process_seconds(), Instant::now());
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                problem.solve(&payload, unit_ctx.as_ref())
+            }))
+            .unwrap_or_else(|panic| {
+                let what = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "unknown panic".into());
+                Err(ProblemError::Solver(format!("solver panicked: {what}")))
+            });
+            let alone = accounting.active.load(Ordering::Acquire) == 1
+                && accounting.starts.load(Ordering::Acquire) == starts_before;
+            let cpu_seconds = if alone {
+                cpu::process_seconds() - process0
+            } else {
+                cpu::thread_seconds() - thread0
+            };
+            accounting.active.fetch_sub(1, Ordering::AcqRel);
+            let _ = finished.send(Finished {
+                lease_id,
+                outcome,
+                cpu_seconds,
+                wall_seconds: wall0.elapsed().as_secs_f64(),
+            });
+        });
+        self.running.insert(
+            lease_id,
+            Running {
+                grant,
+                ctx,
+                cancelled: false,
+            },
+        );
+    }
+
+    fn on_improvement(&mut self, found: FoundImprovement) {
+        let solution_json = found.found.solution.to_string();
+        self.outbox.push_back(Outgoing::Improvement(pb::ImprovementRequest {
+            worker_id: self.worker_id,
+            lease_id: found.lease_id,
+            campaign_id: found.campaign_id,
+            solution_json,
+            claimed_score: found.found.score,
+        }));
+    }
+
+    fn on_finished(&mut self, done: Finished) {
+        let Some(unit) = self.running.remove(&done.lease_id) else {
+            return;
+        };
+        let nodes = unit.ctx.nodes();
+        let mut result = pb::UnitResult {
+            nodes,
+            cpu_seconds: done.cpu_seconds,
+            wall_seconds: done.wall_seconds,
+            ..Default::default()
+        };
+        match done.outcome {
+            Ok(UnitOutcome::Stopped) => {
+                if !unit.cancelled {
+                    // Stopped for shutdown: hand the lease back with its checkpoint.
+                    self.outbox.push_back(Outgoing::Release(pb::ReleaseRequest {
+                        worker_id: self.worker_id,
+                        lease_id: done.lease_id,
+                        cursor: unit.ctx.last_checkpoint().unwrap_or_default(),
+                        nodes,
+                        cpu_seconds: done.cpu_seconds,
+                    }));
+                }
+                return;
+            }
+            Ok(UnitOutcome::Count(count)) => result.count = count.to_string(),
+            Ok(UnitOutcome::Searched(best)) => {
+                if let Some(best) = best {
+                    result.best_solution_json = best.solution.to_string();
+                    result.best_score = best.score;
+                }
+            }
+            Ok(UnitOutcome::Samples(samples)) => {
+                result.samples = samples.iter().map(|s| s.to_string()).collect();
+            }
+            Err(e) => {
+                tracing::error!("lease {}: {e}", done.lease_id);
+                result.error = e.to_string();
+            }
+        }
+        tracing::info!(
+            "lease {} finished in {:.3}s wall, {:.3}s CPU",
+            done.lease_id,
+            done.wall_seconds,
+            done.cpu_seconds
+        );
+        self.outbox.push_back(Outgoing::Complete(pb::CompleteRequest {
+            worker_id: self.worker_id,
+            lease_id: done.lease_id,
+            result: Some(result),
+        }));
+    }
+
+    async fn shut_down(
+        &mut self,
+        finished_rx: &mut mpsc::UnboundedReceiver<Finished>,
+        improvements_rx: &mut mpsc::UnboundedReceiver<FoundImprovement>,
+    ) {
+        tracing::info!("shutting down: checkpointing {} running unit(s)", self.running.len());
+        for unit in self.running.values() {
+            unit.ctx.request_stop();
+        }
+        let stop_by = Instant::now() + STOP_GRACE;
+        while !self.running.is_empty() {
+            match tokio::time::timeout_at(stop_by.into(), finished_rx.recv()).await {
+                Ok(Some(done)) => self.on_finished(done),
+                _ => break,
+            }
+        }
+        // Units that did not stop in time are handed back with their last checkpoint.
+        let stuck: Vec<i64> = self.running.keys().copied().collect();
+        for lease_id in stuck {
+            if let Some(unit) = self.running.remove(&lease_id) {
+                if !unit.cancelled {
+                    self.outbox.push_back(Outgoing::Release(pb::ReleaseRequest {
+                        worker_id: self.worker_id,
+                        lease_id,
+                        cursor: unit.ctx.last_checkpoint().unwrap_or_default(),
+                        nodes: unit.ctx.nodes(),
+                        cpu_seconds: 0.0,
+                    }));
+                }
+            }
+        }
+        while let Ok(found) = improvements_rx.try_recv() {
+            self.on_improvement(found);
+        }
+        if self.worker_id != 0 {
+            self.next_contact = Instant::now();
+            let _ = tokio::time::timeout(DELIVERY_GRACE, self.deliver()).await;
+        }
+        if !self.outbox.is_empty() {
+            tracing::warn!("{} message(s) could not be delivered before exit", self.outbox.len());
+        }
+        self.summary.undelivered = self.outbox.len();
+    }
+}

@@ -1,0 +1,83 @@
+//! The worker's connection to its coordinator: a lazily connecting, self-reconnecting gRPC
+//! channel with per-call deadlines.
+
+use grind_proto::v1 as pb;
+use grind_proto::v1::worker_client::WorkerClient;
+use std::time::Duration;
+use tonic::transport::{Channel, Endpoint};
+use tonic::{Code, Status};
+
+use crate::WorkerError;
+
+/// Largest gRPC message sent or accepted.
+const MAX_MESSAGE_BYTES: usize = 256 << 20;
+
+/// A cheap-to-clone client of the `grind.v1.Worker` service.
+#[derive(Clone)]
+pub struct Client {
+    inner: WorkerClient<Channel>,
+}
+
+impl Client {
+    /// A client for `url` (e.g. `http://127.0.0.1:7878`); connects on first use.
+    pub fn new(url: &str) -> Result<Client, WorkerError> {
+        let endpoint = Endpoint::from_shared(url.to_string())
+            .map_err(|e| WorkerError::Setup(format!("bad coordinator URL {url:?}: {e}")))?
+            .connect_timeout(Duration::from_secs(5))
+            .timeout(Duration::from_secs(60))
+            .tcp_nodelay(true)
+            .http2_keep_alive_interval(Duration::from_secs(30))
+            .keep_alive_while_idle(true);
+        let channel = endpoint.connect_lazy();
+        Ok(Client {
+            inner: WorkerClient::new(channel)
+                .max_decoding_message_size(MAX_MESSAGE_BYTES)
+                .max_encoding_message_size(MAX_MESSAGE_BYTES),
+        })
+    }
+
+    /// See `Worker.Register`.
+    pub async fn register(&self, req: pb::RegisterRequest) -> Result<pb::RegisterReply, Status> {
+        Ok(self.inner.clone().register(req).await?.into_inner())
+    }
+
+    /// See `Worker.Lease`.
+    pub async fn lease(&self, req: pb::LeaseRequest) -> Result<pb::LeaseReply, Status> {
+        Ok(self.inner.clone().lease(req).await?.into_inner())
+    }
+
+    /// See `Worker.Heartbeat`.
+    pub async fn heartbeat(&self, req: pb::HeartbeatRequest) -> Result<pb::HeartbeatReply, Status> {
+        Ok(self.inner.clone().heartbeat(req).await?.into_inner())
+    }
+
+    /// See `Worker.ReportImprovement`.
+    pub async fn improve(&self, req: pb::ImprovementRequest) -> Result<pb::ImprovementReply, Status> {
+        Ok(self.inner.clone().report_improvement(req).await?.into_inner())
+    }
+
+    /// See `Worker.Complete`.
+    pub async fn complete(&self, req: pb::CompleteRequest) -> Result<pb::CompleteReply, Status> {
+        Ok(self.inner.clone().complete(req).await?.into_inner())
+    }
+
+    /// See `Worker.Release`.
+    pub async fn release(&self, req: pb::ReleaseRequest) -> Result<pb::ReleaseReply, Status> {
+        Ok(self.inner.clone().release(req).await?.into_inner())
+    }
+}
+
+/// Whether a failed call is worth retrying later (the coordinator is down, restarting or
+/// overloaded) rather than a refusal of the request itself.
+pub fn is_transient(status: &Status) -> bool {
+    matches!(
+        status.code(),
+        Code::Unavailable
+            | Code::Unknown
+            | Code::DeadlineExceeded
+            | Code::Cancelled
+            | Code::ResourceExhausted
+            | Code::Aborted
+            | Code::Internal
+    )
+}

@@ -1,0 +1,205 @@
+//! What a running unit shares with the worker's IO loop: the freshest bound, stop and split
+//! requests, progress, the latest checkpoint, and improvements to report.
+
+use grind_shared::problem::{Objective, Scored, SolveContext};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use tokio::sync::mpsc;
+
+/// A campaign's pruning bound as this worker knows it; shared by all its units. Unknown is
+/// held as the worst possible value (i64::MIN for max, i64::MAX for min), so tightening is
+/// one atomic fetch_max / fetch_min.
+pub struct SharedBound {
+    objective: Objective,
+    value: AtomicI64,
+}
+
+impl SharedBound {
+    /// A bound for `objective`, starting at `initial`.
+    pub fn new(objective: Objective, initial: Option<i64>) -> Self {
+        let unknown = match objective {
+            Objective::Min => i64::MAX,
+            _ => i64::MIN,
+        };
+        let bound = SharedBound {
+            objective,
+            value: AtomicI64::new(unknown),
+        };
+        if let Some(v) = initial {
+            bound.offer(v);
+        }
+        bound
+    }
+
+    /// The bound, if any.
+    pub fn get(&self) -> Option<i64> {
+        let v = self.value.load(Ordering::Acquire);
+        match self.objective {
+            Objective::Max if v != i64::MIN => Some(v),
+            Objective::Min if v != i64::MAX => Some(v),
+            _ => None,
+        }
+    }
+
+    /// Tightens the bound when `candidate` is better (never loosens it).
+    pub fn offer(&self, candidate: i64) {
+        match self.objective {
+            Objective::Max => {
+                self.value.fetch_max(candidate, Ordering::AcqRel);
+            }
+            Objective::Min => {
+                self.value.fetch_min(candidate, Ordering::AcqRel);
+            }
+            Objective::Count | Objective::Sample => {}
+        }
+    }
+}
+
+/// An improvement found by a unit, to be reported to the coordinator.
+#[derive(Debug)]
+pub struct FoundImprovement {
+    /// The lease it was found under.
+    pub lease_id: i64,
+    /// The campaign it improves.
+    pub campaign_id: i64,
+    /// The solution and its score.
+    pub found: Scored,
+}
+
+/// The state one running unit shares with the IO loop.
+pub struct UnitContext {
+    lease_id: i64,
+    campaign_id: i64,
+    resume: Option<Vec<u8>>,
+    bound: Arc<SharedBound>,
+    stop: AtomicBool,
+    split: AtomicBool,
+    nodes: AtomicU64,
+    fraction: Mutex<Option<f64>>,
+    checkpoint: Mutex<Option<Vec<u8>>>,
+    checkpoint_dirty: AtomicBool,
+    improvements: mpsc::UnboundedSender<FoundImprovement>,
+}
+
+impl UnitContext {
+    /// Context for lease `lease_id` of `campaign_id`.
+    pub fn new(
+        lease_id: i64,
+        campaign_id: i64,
+        resume: Option<Vec<u8>>,
+        bound: Arc<SharedBound>,
+        improvements: mpsc::UnboundedSender<FoundImprovement>,
+    ) -> Self {
+        UnitContext {
+            lease_id,
+            campaign_id,
+            resume,
+            bound,
+            stop: AtomicBool::new(false),
+            split: AtomicBool::new(false),
+            nodes: AtomicU64::new(0),
+            fraction: Mutex::new(None),
+            checkpoint: Mutex::new(None),
+            checkpoint_dirty: AtomicBool::new(false),
+            improvements,
+        }
+    }
+
+    /// Asks the solver to checkpoint and stop.
+    pub fn request_stop(&self) {
+        self.stop.store(true, Ordering::Release);
+    }
+
+    /// Whether a stop was asked for.
+    pub fn stopping(&self) -> bool {
+        self.stop.load(Ordering::Acquire)
+    }
+
+    /// Passes on the coordinator's wish that this unit donate work.
+    pub fn request_split(&self, wanted: bool) {
+        self.split.store(wanted, Ordering::Release);
+    }
+
+    /// Nodes done so far.
+    pub fn nodes(&self) -> u64 {
+        self.nodes.load(Ordering::Acquire)
+    }
+
+    /// Fraction done, when the solver reported one.
+    pub fn fraction(&self) -> Option<f64> {
+        *self.fraction.lock().expect("poisoned")
+    }
+
+    /// The checkpoint taken since the last call, if any.
+    pub fn take_new_checkpoint(&self) -> Option<Vec<u8>> {
+        if self.checkpoint_dirty.swap(false, Ordering::AcqRel) {
+            self.checkpoint.lock().expect("poisoned").clone()
+        } else {
+            None
+        }
+    }
+
+    /// The latest checkpoint, new or not.
+    pub fn last_checkpoint(&self) -> Option<Vec<u8>> {
+        self.checkpoint.lock().expect("poisoned").clone()
+    }
+}
+
+impl SolveContext for UnitContext {
+    fn resume_cursor(&self) -> Option<&[u8]> {
+        self.resume.as_deref()
+    }
+
+    fn bound(&self) -> Option<i64> {
+        self.bound.get()
+    }
+
+    fn improve(&self, found: Scored) {
+        self.bound.offer(found.score);
+        let _ = self.improvements.send(FoundImprovement {
+            lease_id: self.lease_id,
+            campaign_id: self.campaign_id,
+            found,
+        });
+    }
+
+    fn progress(&self, nodes: u64, fraction: Option<f64>) {
+        self.nodes.store(nodes, Ordering::Release);
+        *self.fraction.lock().expect("poisoned") = fraction;
+    }
+
+    fn checkpoint(&self, cursor: Vec<u8>) {
+        *self.checkpoint.lock().expect("poisoned") = Some(cursor);
+        self.checkpoint_dirty.store(true, Ordering::Release);
+    }
+
+    fn stop_requested(&self) -> bool {
+        self.stopping()
+    }
+
+    fn split_requested(&self) -> bool {
+        self.split.load(Ordering::Acquire)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bounds_only_tighten() {
+        let max = SharedBound::new(Objective::Max, None);
+        assert_eq!(max.get(), None);
+        max.offer(-5);
+        assert_eq!(max.get(), Some(-5));
+        max.offer(-7);
+        assert_eq!(max.get(), Some(-5));
+        max.offer(3);
+        assert_eq!(max.get(), Some(3));
+        let min = SharedBound::new(Objective::Min, Some(10));
+        min.offer(12);
+        assert_eq!(min.get(), Some(10));
+        min.offer(4);
+        assert_eq!(min.get(), Some(4));
+    }
+}

@@ -1,0 +1,57 @@
+//! The grind worker: connects to a coordinator, leases units, solves them on a rayon pool
+//! (never on the async runtime's threads), heartbeats, reports improvements, and delivers
+//! results — holding them while the coordinator is unreachable.
+
+pub mod agent;
+pub mod client;
+pub mod context;
+pub mod cpu;
+
+pub use agent::run;
+
+/// How a worker is set up.
+#[derive(Clone, Debug)]
+pub struct WorkerConfig {
+    /// Coordinator URL, e.g. `http://127.0.0.1:7878`.
+    pub coordinator: String,
+    /// CPU threads (and at most this many units at once).
+    pub threads: usize,
+    /// Display name.
+    pub name: String,
+    /// Host name reported for provenance.
+    pub host: String,
+}
+
+impl WorkerConfig {
+    /// A configuration with this machine's host name and all its cores.
+    pub fn new(coordinator: &str) -> WorkerConfig {
+        let host = gethostname::gethostname().to_string_lossy().into_owned();
+        WorkerConfig {
+            coordinator: coordinator.to_string(),
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            name: host.clone(),
+            host,
+        }
+    }
+}
+
+/// What a worker did, reported when it stops.
+#[derive(Clone, Debug, Default)]
+pub struct WorkerSummary {
+    /// The identity the coordinator gave it (0 if it never registered).
+    pub worker_id: i64,
+    /// Results accepted by the coordinator.
+    pub units_done: u64,
+    /// Deliveries the coordinator refused.
+    pub refused: u64,
+    /// Messages still undelivered at exit.
+    pub undelivered: usize,
+}
+
+/// Worker failures that stop it from starting.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkerError {
+    /// Bad configuration or an unusable environment.
+    #[error("{0}")]
+    Setup(String),
+}
