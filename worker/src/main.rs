@@ -13,8 +13,8 @@ struct Args {
     #[arg(long, env = "GRIND_COORDINATOR")]
     coordinator: String,
     /// CPU threads to use (default: all cores).
-    #[arg(long)]
-    threads: Option<usize>,
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=4096))]
+    threads: Option<u16>,
     /// Name shown in status and provenance (default: the host name).
     #[arg(long)]
     name: Option<String>,
@@ -31,11 +31,7 @@ fn main() -> anyhow::Result<()> {
         .init();
     let mut config = WorkerConfig::new(&args.coordinator);
     if let Some(threads) = args.threads {
-        anyhow::ensure!(
-            (1..=4096).contains(&threads),
-            "--threads must be between 1 and 4096"
-        );
-        config.threads = threads;
+        config.threads = usize::from(threads);
     }
     if let Some(name) = args.name {
         config.name = name;
