@@ -66,7 +66,9 @@ impl Coordinator {
     }
 
     fn changed(&self) {
-        self.inner.changes.send_modify(|generation| *generation += 1);
+        self.inner
+            .changes
+            .send_modify(|generation| *generation += 1);
     }
 
     /// Runs a scheduler step as one atomic store write.
@@ -103,7 +105,8 @@ impl Coordinator {
     /// Called once at start-up: gives active leases a full lease time (the coordinator may
     /// have been down), then expires what is overdue.
     pub async fn start(&self) -> Result<(), Error> {
-        self.write(|ctx| scheduler::grace_after_restart(ctx)).await?;
+        self.write(|ctx| scheduler::grace_after_restart(ctx))
+            .await?;
         Ok(())
     }
 
@@ -150,14 +153,19 @@ impl Coordinator {
     /// Renews leases.
     pub async fn heartbeat(&self, req: pb::HeartbeatRequest) -> Result<pb::HeartbeatReply, Error> {
         if req.leases.len() > 100_000 {
-            return Err(Error::InvalidArgument("too many leases in one heartbeat".into()));
+            return Err(Error::InvalidArgument(
+                "too many leases in one heartbeat".into(),
+            ));
         }
         self.write(move |ctx| scheduler::heartbeat(ctx, req.worker_id, &req.leases))
             .await
     }
 
     /// Verifies and records an improvement.
-    pub async fn improve(&self, req: pb::ImprovementRequest) -> Result<pb::ImprovementReply, Error> {
+    pub async fn improve(
+        &self,
+        req: pb::ImprovementRequest,
+    ) -> Result<pb::ImprovementReply, Error> {
         let lease = self.lease_of(req.worker_id, req.lease_id).await?;
         if lease.campaign_id != req.campaign_id {
             return Err(Error::InvalidArgument(format!(
@@ -228,7 +236,9 @@ impl Coordinator {
             )
         })
         .await?;
-        Err(Error::InvalidArgument(format!("improvement rejected: {reason}")))
+        Err(Error::InvalidArgument(format!(
+            "improvement rejected: {reason}"
+        )))
     }
 
     /// Accepts donated units.
@@ -270,8 +280,10 @@ impl Coordinator {
             cpu_seconds: sane_seconds(req.cpu_seconds),
             wall_seconds: 0.0,
         };
-        self.write(move |ctx| scheduler::release(ctx, req.worker_id, req.lease_id, &req.cursor, usage))
-            .await?;
+        self.write(move |ctx| {
+            scheduler::release(ctx, req.worker_id, req.lease_id, &req.cursor, usage)
+        })
+        .await?;
         self.changed();
         Ok(pb::ReleaseReply {})
     }
@@ -469,7 +481,9 @@ async fn verify_result(
             if result.count.len() > 10_000 {
                 return Err(Error::InvalidArgument("count is absurdly long".into()));
             }
-            Ok(VerifiedResult::Count(parse_count(&result.count)?.to_string()))
+            Ok(VerifiedResult::Count(
+                parse_count(&result.count)?.to_string(),
+            ))
         }
         Objective::Max | Objective::Min => {
             if result.best_solution_json.is_empty() {
@@ -491,7 +505,9 @@ async fn verify_result(
         }
         Objective::Sample => {
             if result.samples.len() > MAX_SAMPLES_PER_RESULT {
-                return Err(Error::InvalidArgument("too many samples in one result".into()));
+                return Err(Error::InvalidArgument(
+                    "too many samples in one result".into(),
+                ));
             }
             let samples = result.samples.clone();
             tokio::task::spawn_blocking(move || {

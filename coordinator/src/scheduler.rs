@@ -87,7 +87,15 @@ pub fn event(
         "INSERT INTO events (at_ms, kind, campaign_id, unit_id, lease_id, worker_id, detail)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
     )?
-    .execute(params![now, kind, campaign, unit, lease, worker, detail.to_string()])?;
+    .execute(params![
+        now,
+        kind,
+        campaign,
+        unit,
+        lease,
+        worker,
+        detail.to_string()
+    ])?;
     Ok(conn.last_insert_rowid())
 }
 
@@ -307,7 +315,11 @@ pub fn owned_lease(conn: &Connection, worker_id: i64, lease_id: i64) -> Result<L
 
 /// Grants up to `capacity` leases to a worker, sharing them fairly among running campaigns
 /// (least-served campaign first) and producing units lazily from each campaign's splitter.
-pub fn grant_leases(ctx: &Ctx, worker_id: i64, capacity: u32) -> Result<Vec<pb::LeaseGrant>, Error> {
+pub fn grant_leases(
+    ctx: &Ctx,
+    worker_id: i64,
+    capacity: u32,
+) -> Result<Vec<pb::LeaseGrant>, Error> {
     touch_worker(ctx, worker_id)?;
     let mut remaining = capacity.min(ctx.config.max_capacity) as usize;
     let campaigns: Vec<i64> = ctx
@@ -382,7 +394,9 @@ fn split_more(ctx: &Ctx, campaign_id: i64, wanted: usize) -> Result<usize, Error
     let (done, cursor, next_seq): (bool, Option<Vec<u8>>, i64) = ctx
         .conn
         .prepare_cached("SELECT split_done, split_cursor, next_seq FROM campaigns WHERE id = ?1")?
-        .query_row(params![campaign_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+        .query_row(params![campaign_id], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })?;
     if done {
         return Ok(0);
     }
@@ -663,7 +677,9 @@ pub fn expire_leases(ctx: &Ctx) -> Result<usize, Error> {
 pub fn grace_after_restart(ctx: &Ctx) -> Result<usize, Error> {
     let changed = ctx
         .conn
-        .prepare_cached("UPDATE leases SET deadline_ms = max(deadline_ms, ?1) WHERE state = 'active'")?
+        .prepare_cached(
+            "UPDATE leases SET deadline_ms = max(deadline_ms, ?1) WHERE state = 'active'",
+        )?
         .execute(params![ctx.now + ctx.config.lease_ttl_ms])?;
     event(
         ctx.conn,
@@ -708,11 +724,7 @@ pub fn release(
 
 /// A worker splits its leased unit: the donated parts become new pending units and the
 /// unit keeps only `remaining_payload` (with `remaining_cursor`).
-pub fn donate(
-    ctx: &Ctx,
-    worker_id: i64,
-    req: &pb::DonateRequest,
-) -> Result<u32, Error> {
+pub fn donate(ctx: &Ctx, worker_id: i64, req: &pb::DonateRequest) -> Result<u32, Error> {
     const MAX_DONATED: usize = 100_000;
     let lease = owned_lease(ctx.conn, worker_id, req.lease_id)?;
     if lease.state != "active" {
@@ -820,7 +832,11 @@ fn add_usage(ctx: &Ctx, campaign_id: i64, usage: Usage) -> Result<(), Error> {
         .prepare_cached(
             "UPDATE campaigns SET cpu_seconds = cpu_seconds + ?2, nodes = nodes + ?3 WHERE id = ?1",
         )?
-        .execute(params![campaign_id, usage.cpu_seconds.max(0.0), usage.nodes as i64])?;
+        .execute(params![
+            campaign_id,
+            usage.cpu_seconds.max(0.0),
+            usage.nodes as i64
+        ])?;
     Ok(())
 }
 
@@ -840,7 +856,9 @@ pub fn complete(
     let (unit_state, unit_lease, replica_needed): (String, Option<i64>, bool) = ctx
         .conn
         .prepare_cached("SELECT state, lease_id, replica_needed FROM units WHERE id = ?1")?
-        .query_row(params![lease.unit_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+        .query_row(params![lease.unit_id], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })?;
     let campaign_state: String = ctx
         .conn
         .prepare_cached("SELECT state FROM campaigns WHERE id = ?1")?
@@ -866,7 +884,9 @@ pub fn complete(
             Some(worker_id),
             json!({"reason": "unit already finished", "lease_state": lease.state}),
         )?;
-        return Ok(duplicate("the unit is already finished; result not counted again"));
+        return Ok(duplicate(
+            "the unit is already finished; result not counted again",
+        ));
     }
     if let VerifiedResult::Failed(reason) = result {
         end_lease(ctx, &lease, "failed", true, None)?;
@@ -901,7 +921,9 @@ pub fn complete(
     add_usage(ctx, lease.campaign_id, usage)?;
     let (value, solution) = match result {
         VerifiedResult::Count(count) => (count.clone(), None),
-        VerifiedResult::Best(Some((solution, score))) => (score.to_string(), Some(solution.clone())),
+        VerifiedResult::Best(Some((solution, score))) => {
+            (score.to_string(), Some(solution.clone()))
+        }
         VerifiedResult::Best(None) => ("none".to_string(), None),
         VerifiedResult::Samples(samples) => (samples.len().to_string(), None),
         VerifiedResult::Failed(_) => unreachable!("handled above"),
@@ -991,7 +1013,9 @@ fn settle_count(ctx: &Ctx, lease: &LeaseRow, result_id: i64, count: &str) -> Res
         .prepare_cached(
             "SELECT id, value FROM results WHERE unit_id = ?1 AND status = 'awaiting' AND id != ?2",
         )?
-        .query_map(params![lease.unit_id, result_id], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .query_map(params![lease.unit_id, result_id], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })?
         .collect::<Result<_, _>>()?;
     if earlier.is_empty() {
         let (seed, rate): (i64, f64) = ctx
@@ -1039,7 +1063,11 @@ fn settle_count(ctx: &Ctx, lease: &LeaseRow, result_id: i64, count: &str) -> Res
         event(
             ctx.conn,
             ctx.now,
-            if disputed { "dispute_resolved" } else { "replica_agreed" },
+            if disputed {
+                "dispute_resolved"
+            } else {
+                "replica_agreed"
+            },
             Some(lease.campaign_id),
             Some(lease.unit_id),
             Some(lease.id),
@@ -1178,10 +1206,9 @@ pub fn change_state(ctx: &Ctx, campaign_id: i64, action: Action) -> Result<(), E
         }
         (Action::Cancel, "running" | "paused") => "cancelled",
         (action, state) => {
-            return Err(Error::FailedPrecondition(format!(
-                "cannot {action:?} campaign {campaign_id}: it is {state}"
-            )
-            .to_lowercase()))
+            return Err(Error::FailedPrecondition(
+                format!("cannot {action:?} campaign {campaign_id}: it is {state}").to_lowercase(),
+            ))
         }
     };
     if matches!(action, Action::Pause | Action::Cancel) {

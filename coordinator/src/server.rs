@@ -27,7 +27,9 @@ pub async fn serve(
     health_reporter
         .set_serving::<WorkerServer<WorkerService>>()
         .await;
-    health_reporter.set_serving::<AdminServer<AdminService>>().await;
+    health_reporter
+        .set_serving::<AdminServer<AdminService>>()
+        .await;
     let reflection_v1 = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(grind_proto::FILE_DESCRIPTOR_SET)
         .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)

@@ -49,7 +49,9 @@ where
         let answer = match (committed, self.outcome) {
             (Ok(()), Some(outcome)) => outcome,
             (Ok(()), None) => Err(Error::Internal("a write never ran".into())),
-            (Err(e), _) => Err(Error::Unavailable(format!("the store could not commit: {e}"))),
+            (Err(e), _) => Err(Error::Unavailable(format!(
+                "the store could not commit: {e}"
+            ))),
         };
         let _ = self.tx.send(answer);
     }

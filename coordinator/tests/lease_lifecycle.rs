@@ -49,7 +49,11 @@ async fn a_campaign_completes_with_the_right_answer_on_two_workers() {
             .filter(|r| r.unit_id == unit)
             .map(|r| r.provenance.as_ref().unwrap().worker_id)
             .collect();
-        assert_eq!(workers.len(), 2, "unit {unit} replicated on a second worker");
+        assert_eq!(
+            workers.len(),
+            2,
+            "unit {unit} replicated on a second worker"
+        );
     }
 
     let nim = wait_finished(&mut admin, nim, LONG).await;
@@ -187,7 +191,10 @@ async fn a_result_finished_while_the_coordinator_was_down_is_delivered_afterward
     assert!(worker.log().contains("unreachable"), "{}", worker.log());
 }
 
-async fn lease_one(client: &mut grind_proto::v1::worker_client::WorkerClient<tonic::transport::Channel>, worker: i64) -> pb::LeaseGrant {
+async fn lease_one(
+    client: &mut grind_proto::v1::worker_client::WorkerClient<tonic::transport::Channel>,
+    worker: i64,
+) -> pb::LeaseGrant {
     let mut reply = client
         .lease(pb::LeaseRequest {
             worker_id: worker,
@@ -207,7 +214,11 @@ fn count_result(count: u64) -> Option<pb::UnitResult> {
     })
 }
 
-async fn wait_pending(admin: &mut grind_proto::v1::admin_client::AdminClient<tonic::transport::Channel>, campaign: i64, pending: u64) {
+async fn wait_pending(
+    admin: &mut grind_proto::v1::admin_client::AdminClient<tonic::transport::Channel>,
+    campaign: i64,
+    pending: u64,
+) {
     wait_for("an expired lease to free its unit", LONG, || {
         let mut admin = admin.clone();
         async move {
@@ -280,7 +291,10 @@ async fn a_late_completion_of_an_expired_reissued_lease_is_not_double_counted() 
         .await
         .unwrap()
         .into_inner();
-    assert!(taken.accepted, "a late but useful result is taken: {taken:?}");
+    assert!(
+        taken.accepted,
+        "a late but useful result is taken: {taken:?}"
+    );
     let beat = client
         .heartbeat(pb::HeartbeatRequest {
             worker_id: quick,
@@ -410,7 +424,10 @@ async fn malformed_and_lying_requests_are_rejected_and_change_nothing() {
         .await
         .unwrap()
         .into_inner();
-    assert_eq!((c.units.clone().unwrap().leased, c.value.as_str()), (1, "0"));
+    assert_eq!(
+        (c.units.clone().unwrap().leased, c.value.as_str()),
+        (1, "0")
+    );
 
     // The liar completes with a wrong count: replication catches it.
     let first = client
@@ -441,7 +458,10 @@ async fn malformed_and_lying_requests_are_rejected_and_change_nothing() {
         .unwrap()
         .into_inner();
     let units = c.units.clone().unwrap();
-    assert_eq!((units.disputed, units.verifying, c.value.as_str()), (1, 1, "0"));
+    assert_eq!(
+        (units.disputed, units.verifying, c.value.as_str()),
+        (1, 1, "0")
+    );
     let tiebreak = lease_one(&mut client, referee).await;
     assert_eq!(tiebreak.unit_id, lease.unit_id);
     client

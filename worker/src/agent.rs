@@ -127,7 +127,9 @@ pub async fn run(
             _ = tokio::time::sleep_until(wake.into()) => {}
         }
     }
-    agent.shut_down(&mut finished_rx, &mut improvements_rx).await;
+    agent
+        .shut_down(&mut finished_rx, &mut improvements_rx)
+        .await;
     Ok(agent.summary)
 }
 
@@ -169,7 +171,10 @@ impl Agent {
     /// Handles an answer meaning "this coordinator does not know us" by registering again.
     fn forget_identity_if_unknown(&mut self, status: &tonic::Status) -> bool {
         if status.code() == Code::NotFound && status.message().contains("unknown worker") {
-            tracing::warn!("the coordinator no longer knows worker {}; registering again", self.worker_id);
+            tracing::warn!(
+                "the coordinator no longer knows worker {}; registering again",
+                self.worker_id
+            );
             self.worker_id = 0;
             true
         } else {
@@ -217,21 +222,23 @@ impl Agent {
                         self.summary.units_done += 1;
                     }
                 }),
-                Outgoing::Improvement(req) => {
-                    self.client.improve(req.clone()).await.map(|reply| {
-                        tracing::info!(
-                            "improvement {} for campaign {}: {}",
-                            reply.verified_score,
-                            req.campaign_id,
-                            if reply.accepted { "accepted" } else { "not better" }
-                        );
-                        if let Some(best) = reply.campaign_best {
-                            if let Some(bound) = self.bounds.get(&req.campaign_id) {
-                                bound.offer(best);
-                            }
+                Outgoing::Improvement(req) => self.client.improve(req.clone()).await.map(|reply| {
+                    tracing::info!(
+                        "improvement {} for campaign {}: {}",
+                        reply.verified_score,
+                        req.campaign_id,
+                        if reply.accepted {
+                            "accepted"
+                        } else {
+                            "not better"
                         }
-                    })
-                }
+                    );
+                    if let Some(best) = reply.campaign_best {
+                        if let Some(bound) = self.bounds.get(&req.campaign_id) {
+                            bound.offer(best);
+                        }
+                    }
+                }),
                 Outgoing::Release(req) => self.client.release(req.clone()).await.map(|_| ()),
             };
             match outcome {
@@ -276,7 +283,10 @@ impl Agent {
                 for status in reply.leases {
                     if let Some(unit) = self.running.get_mut(&status.lease_id) {
                         if status.verdict == pb::LeaseVerdict::Cancel as i32 {
-                            tracing::info!("lease {} cancelled by the coordinator", status.lease_id);
+                            tracing::info!(
+                                "lease {} cancelled by the coordinator",
+                                status.lease_id
+                            );
                             unit.cancelled = true;
                             unit.ctx.request_stop();
                         } else {
@@ -360,14 +370,15 @@ impl Agent {
         let problem = match self.problem_for(&grant) {
             Ok(problem) => problem,
             Err(e) => {
-                self.outbox.push_back(Outgoing::Complete(pb::CompleteRequest {
-                    worker_id: self.worker_id,
-                    lease_id,
-                    result: Some(pb::UnitResult {
-                        error: format!("this worker cannot run the unit: {e}"),
-                        ..Default::default()
-                    }),
-                }));
+                self.outbox
+                    .push_back(Outgoing::Complete(pb::CompleteRequest {
+                        worker_id: self.worker_id,
+                        lease_id,
+                        result: Some(pb::UnitResult {
+                            error: format!("this worker cannot run the unit: {e}"),
+                            ..Default::default()
+                        }),
+                    }));
                 return;
             }
         };
@@ -395,8 +406,11 @@ impl Agent {
         self.pool.spawn(move || {
             accounting.active.fetch_add(1, Ordering::AcqRel);
             let starts_before = accounting.starts.fetch_add(1, Ordering::AcqRel) + 1;
-            let (thread0, process0, wall0) =
-                (cpu::thread_seconds(), cpu::process_seconds(), Instant::now());
+            let (thread0, process0, wall0) = (
+                cpu::thread_seconds(),
+                cpu::process_seconds(),
+                Instant::now(),
+            );
             let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 problem.solve(&payload, unit_ctx.as_ref())
             }))
@@ -435,13 +449,14 @@ impl Agent {
 
     fn on_improvement(&mut self, found: FoundImprovement) {
         let solution_json = found.found.solution.to_string();
-        self.outbox.push_back(Outgoing::Improvement(pb::ImprovementRequest {
-            worker_id: self.worker_id,
-            lease_id: found.lease_id,
-            campaign_id: found.campaign_id,
-            solution_json,
-            claimed_score: found.found.score,
-        }));
+        self.outbox
+            .push_back(Outgoing::Improvement(pb::ImprovementRequest {
+                worker_id: self.worker_id,
+                lease_id: found.lease_id,
+                campaign_id: found.campaign_id,
+                solution_json,
+                claimed_score: found.found.score,
+            }));
     }
 
     fn on_finished(&mut self, done: Finished) {
@@ -490,11 +505,12 @@ impl Agent {
             done.wall_seconds,
             done.cpu_seconds
         );
-        self.outbox.push_back(Outgoing::Complete(pb::CompleteRequest {
-            worker_id: self.worker_id,
-            lease_id: done.lease_id,
-            result: Some(result),
-        }));
+        self.outbox
+            .push_back(Outgoing::Complete(pb::CompleteRequest {
+                worker_id: self.worker_id,
+                lease_id: done.lease_id,
+                result: Some(result),
+            }));
     }
 
     async fn shut_down(
@@ -502,7 +518,10 @@ impl Agent {
         finished_rx: &mut mpsc::UnboundedReceiver<Finished>,
         improvements_rx: &mut mpsc::UnboundedReceiver<FoundImprovement>,
     ) {
-        tracing::info!("shutting down: checkpointing {} running unit(s)", self.running.len());
+        tracing::info!(
+            "shutting down: checkpointing {} running unit(s)",
+            self.running.len()
+        );
         for unit in self.running.values() {
             unit.ctx.request_stop();
         }
@@ -536,7 +555,10 @@ impl Agent {
             let _ = tokio::time::timeout(DELIVERY_GRACE, self.deliver()).await;
         }
         if !self.outbox.is_empty() {
-            tracing::warn!("{} message(s) could not be delivered before exit", self.outbox.len());
+            tracing::warn!(
+                "{} message(s) could not be delivered before exit",
+                self.outbox.len()
+            );
         }
         self.summary.undelivered = self.outbox.len();
     }

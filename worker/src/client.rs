@@ -52,8 +52,16 @@ impl Client {
     }
 
     /// See `Worker.ReportImprovement`.
-    pub async fn improve(&self, req: pb::ImprovementRequest) -> Result<pb::ImprovementReply, Status> {
-        Ok(self.inner.clone().report_improvement(req).await?.into_inner())
+    pub async fn improve(
+        &self,
+        req: pb::ImprovementRequest,
+    ) -> Result<pb::ImprovementReply, Status> {
+        Ok(self
+            .inner
+            .clone()
+            .report_improvement(req)
+            .await?
+            .into_inner())
     }
 
     /// See `Worker.Complete`.

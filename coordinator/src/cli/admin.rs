@@ -14,7 +14,11 @@ use super::CliError;
 #[derive(clap::Args, Debug, Clone)]
 pub struct CoordinatorUrl {
     /// Coordinator URL, e.g. http://127.0.0.1:7878.
-    #[arg(long, env = "GRIND_COORDINATOR", default_value = "http://127.0.0.1:7878")]
+    #[arg(
+        long,
+        env = "GRIND_COORDINATOR",
+        default_value = "http://127.0.0.1:7878"
+    )]
     pub coordinator: String,
 }
 
@@ -153,7 +157,10 @@ fn failed(status: tonic::Status) -> CliError {
 }
 
 fn print_json(value: &serde_json::Value) {
-    println!("{}", serde_json::to_string_pretty(value).unwrap_or_default());
+    println!(
+        "{}",
+        serde_json::to_string_pretty(value).unwrap_or_default()
+    );
 }
 
 /// Runs a `grind campaign` command.
@@ -320,7 +327,10 @@ pub async fn import(args: ImportArgs) -> Result<(), CliError> {
     if reply.accepted {
         println!("imported: score {}", reply.verified_score);
     } else {
-        println!("valid (score {}) but {}", reply.verified_score, reply.reason);
+        println!(
+            "valid (score {}) but {}",
+            reply.verified_score, reply.reason
+        );
     }
     Ok(())
 }

@@ -25,14 +25,14 @@ pub fn parse<T: Args + FromArgMatches>(
     args: &[String],
 ) -> Result<ProblemArgs<T>, CliError> {
     let entry = registry::lookup(name).map_err(|e| CliError::Usage(e.to_string()))?;
-    let cmd = T::augment_args(entry.augment_args(
-        Command::new(format!("{context} {name}"))
-            .about(entry.about)
-            .no_binary_name(true),
-    ));
-    let matches: ArgMatches = cmd
-        .try_get_matches_from(args)
-        .unwrap_or_else(|e| e.exit());
+    let cmd = T::augment_args(
+        entry.augment_args(
+            Command::new(format!("{context} {name}"))
+                .about(entry.about)
+                .no_binary_name(true),
+        ),
+    );
+    let matches: ArgMatches = cmd.try_get_matches_from(args).unwrap_or_else(|e| e.exit());
     let raw = entry
         .params_from_matches(&matches)
         .map_err(|e| CliError::Usage(e.to_string()))?;

@@ -111,7 +111,11 @@ pub fn run_summary(c: &pb::CampaignStatus, wall_seconds: f64) -> Value {
 /// The `grind run` result for people.
 pub fn run_human(c: &pb::CampaignStatus, wall_seconds: f64) -> String {
     let units = c.units.clone().unwrap_or_default();
-    let value = if c.value.is_empty() { "(none)" } else { &c.value };
+    let value = if c.value.is_empty() {
+        "(none)"
+    } else {
+        &c.value
+    };
     let mut out = format!(
         "{} {}: {} = {}{}\n",
         c.problem,

@@ -54,14 +54,20 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
     let opts = parsed.options;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     if opts.workers == 0 || opts.workers > 256 {
-        return Err(CliError::Usage("--workers must be between 1 and 256".into()));
+        return Err(CliError::Usage(
+            "--workers must be between 1 and 256".into(),
+        ));
     }
     let threads = opts.threads.unwrap_or((cores / opts.workers).max(1));
     if threads == 0 || threads > 4096 {
-        return Err(CliError::Usage("--threads must be between 1 and 4096".into()));
+        return Err(CliError::Usage(
+            "--threads must be between 1 and 4096".into(),
+        ));
     }
     if !(0.0..=1.0).contains(&opts.verify_rate) {
-        return Err(CliError::Usage("--verify-rate must be between 0 and 1".into()));
+        return Err(CliError::Usage(
+            "--verify-rate must be between 0 and 1".into(),
+        ));
     }
     let started = Instant::now();
     let (db_path, temporary) = match &opts.db {
@@ -199,7 +205,9 @@ async fn wait_until_finished(
 /// Serves a coordinator until SIGINT or SIGTERM.
 pub async fn serve(args: ServeArgs) -> Result<(), CliError> {
     if args.lease_ttl_ms < 100 {
-        return Err(CliError::Usage("--lease-ttl-ms must be at least 100".into()));
+        return Err(CliError::Usage(
+            "--lease-ttl-ms must be at least 100".into(),
+        ));
     }
     if args.heartbeat_ms < 10 || args.heartbeat_ms >= args.lease_ttl_ms {
         return Err(CliError::Usage(
@@ -207,7 +215,9 @@ pub async fn serve(args: ServeArgs) -> Result<(), CliError> {
         ));
     }
     if !(0.0..=1.0).contains(&args.verify_rate) {
-        return Err(CliError::Usage("--verify-rate must be between 0 and 1".into()));
+        return Err(CliError::Usage(
+            "--verify-rate must be between 0 and 1".into(),
+        ));
     }
     if args.max_attempts == 0 {
         return Err(CliError::Usage("--max-attempts must be at least 1".into()));

@@ -137,7 +137,12 @@ pub fn start_coordinator_on(db: PathBuf, listen: &str, ttl_ms: u64, extra: &[&st
     let heartbeat = (ttl_ms / 5).max(20).to_string();
     cmd.args(["serve", "--listen", listen, "--db"])
         .arg(&db)
-        .args(["--lease-ttl-ms", &ttl_ms.to_string(), "--heartbeat-ms", &heartbeat])
+        .args([
+            "--lease-ttl-ms",
+            &ttl_ms.to_string(),
+            "--heartbeat-ms",
+            &heartbeat,
+        ])
         .args(extra);
     let (proc, stdout) = Proc::spawn(cmd);
     let mut line = String::new();
@@ -283,7 +288,11 @@ pub fn assert_counted_once(reply: &pb::StatusReply, expected_total: u64) {
     for r in reply.results.iter().filter(|r| r.state == "accepted") {
         accepted.entry(r.unit_id).or_default().push(r.value.clone());
     }
-    assert_eq!(accepted.len() as u64, units.done, "units with accepted results");
+    assert_eq!(
+        accepted.len() as u64,
+        units.done,
+        "units with accepted results"
+    );
     let mut sum = 0u64;
     for (unit, values) in &accepted {
         assert!(
