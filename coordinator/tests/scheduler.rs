@@ -1,0 +1,303 @@
+//! The lease state machine driven directly (no network) with a manual clock: expiry,
+//! renewal, release, failure after repeated attempts, lazy splitting, donation.
+
+use grind_coordinator::clock::ManualClock;
+use grind_coordinator::config::Config;
+use grind_coordinator::store::Store;
+use grind_coordinator::Coordinator;
+use grind_proto::v1 as pb;
+use std::sync::Arc;
+
+struct Rig {
+    coordinator: Coordinator,
+    clock: Arc<ManualClock>,
+    _dir: tempfile::TempDir,
+}
+
+fn rig(max_attempts: u32) -> Rig {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("t.db")).unwrap();
+    let clock = Arc::new(ManualClock::new(1_000_000));
+    let config = Config {
+        lease_ttl_ms: 1_000,
+        max_attempts,
+        verify_rate: 0.0,
+        split_batch: 16,
+        ..Config::default()
+    };
+    Rig {
+        coordinator: Coordinator::new(store, clock.clone(), config),
+        clock,
+        _dir: dir,
+    }
+}
+
+impl Rig {
+    async fn campaign(&self, params: serde_json::Value) -> i64 {
+        self.coordinator
+            .create_campaign(pb::CreateCampaignRequest {
+                problem: "primes".into(),
+                params_json: params.to_string(),
+                name: String::new(),
+                verify_rate: -1.0,
+                max_attempts: 0,
+            })
+            .await
+            .unwrap()
+    }
+
+    async fn worker(&self, name: &str) -> i64 {
+        self.coordinator
+            .register(pb::RegisterRequest {
+                name: name.into(),
+                host: "h".into(),
+                cores: 1,
+                version: "v".into(),
+                git_commit: "c".into(),
+                previous_worker_id: 0,
+            })
+            .await
+            .unwrap()
+            .worker_id
+    }
+
+    async fn lease(&self, worker: i64, capacity: u32) -> Vec<pb::LeaseGrant> {
+        self.coordinator
+            .lease(pb::LeaseRequest {
+                worker_id: worker,
+                capacity,
+            })
+            .await
+            .unwrap()
+            .leases
+    }
+
+    async fn units(&self, campaign: i64) -> pb::UnitCounts {
+        self.coordinator
+            .campaign(campaign)
+            .await
+            .unwrap()
+            .units
+            .unwrap()
+    }
+}
+
+#[tokio::test]
+async fn leases_expire_only_without_heartbeats() {
+    let rig = rig(3);
+    let campaign = rig
+        .campaign(serde_json::json!({"to": 100, "unit": 100}))
+        .await;
+    let worker = rig.worker("w").await;
+    let grant = rig.lease(worker, 1).await.remove(0);
+    for _ in 0..5 {
+        rig.clock.advance(900);
+        let reply = rig
+            .coordinator
+            .heartbeat(pb::HeartbeatRequest {
+                worker_id: worker,
+                leases: vec![pb::LeaseProgress {
+                    lease_id: grant.lease_id,
+                    nodes: 10,
+                    cursor: vec![],
+                    fraction: 0.5,
+                }],
+            })
+            .await
+            .unwrap();
+        assert_eq!(reply.leases[0].verdict, pb::LeaseVerdict::Continue as i32);
+        assert_eq!(rig.coordinator.sweep().await.unwrap(), 0);
+    }
+    rig.clock.advance(1_001);
+    assert_eq!(rig.coordinator.sweep().await.unwrap(), 1);
+    assert_eq!(rig.units(campaign).await.pending, 1);
+    // The expired lease's next heartbeat is told to stop.
+    let reply = rig
+        .coordinator
+        .heartbeat(pb::HeartbeatRequest {
+            worker_id: worker,
+            leases: vec![pb::LeaseProgress {
+                lease_id: grant.lease_id,
+                ..Default::default()
+            }],
+        })
+        .await
+        .unwrap();
+    assert_eq!(reply.leases[0].verdict, pb::LeaseVerdict::Cancel as i32);
+}
+
+#[tokio::test]
+async fn a_unit_that_keeps_failing_is_marked_failed_and_can_be_retried() {
+    let rig = rig(3);
+    let campaign = rig
+        .campaign(serde_json::json!({"to": 100, "unit": 100}))
+        .await;
+    let worker = rig.worker("w").await;
+    for attempt in 1..=3 {
+        let grant = rig.lease(worker, 1).await.remove(0);
+        assert_eq!(grant.attempt, attempt);
+        rig.clock.advance(1_001);
+        rig.coordinator.sweep().await.unwrap();
+    }
+    let status = rig.coordinator.campaign(campaign).await.unwrap();
+    assert_eq!(status.state, "failed");
+    assert_eq!(status.units.unwrap().failed, 1);
+    assert!(!status.proven);
+    assert!(rig.lease(worker, 1).await.is_empty());
+    // Resuming a failed campaign retries its failed units.
+    rig.coordinator
+        .change_state(campaign, grind_coordinator::scheduler::Action::Resume)
+        .await
+        .unwrap();
+    let grant = rig.lease(worker, 1).await.remove(0);
+    let reply = rig
+        .coordinator
+        .complete(pb::CompleteRequest {
+            worker_id: worker,
+            lease_id: grant.lease_id,
+            result: Some(pb::UnitResult {
+                count: "25".into(),
+                ..Default::default()
+            }),
+        })
+        .await
+        .unwrap();
+    assert!(reply.accepted);
+    let status = rig.coordinator.campaign(campaign).await.unwrap();
+    assert_eq!(
+        (status.state.as_str(), status.value.as_str()),
+        ("done", "25")
+    );
+}
+
+#[tokio::test]
+async fn a_solver_error_counts_as_a_failed_attempt() {
+    let rig = rig(2);
+    let campaign = rig
+        .campaign(serde_json::json!({"to": 100, "unit": 100}))
+        .await;
+    let worker = rig.worker("w").await;
+    for _ in 0..2 {
+        let grant = rig.lease(worker, 1).await.remove(0);
+        let reply = rig
+            .coordinator
+            .complete(pb::CompleteRequest {
+                worker_id: worker,
+                lease_id: grant.lease_id,
+                result: Some(pb::UnitResult {
+                    error: "out of memory".into(),
+                    ..Default::default()
+                }),
+            })
+            .await
+            .unwrap();
+        assert!(!reply.accepted && !reply.duplicate);
+    }
+    assert_eq!(rig.units(campaign).await.failed, 1);
+}
+
+#[tokio::test]
+async fn a_release_keeps_the_checkpoint_and_costs_no_attempt() {
+    let rig = rig(1);
+    let campaign = rig
+        .campaign(serde_json::json!({"to": 100, "unit": 100}))
+        .await;
+    let worker = rig.worker("w").await;
+    let grant = rig.lease(worker, 1).await.remove(0);
+    assert!(grant.cursor.is_empty());
+    rig.coordinator
+        .release(pb::ReleaseRequest {
+            worker_id: worker,
+            lease_id: grant.lease_id,
+            cursor: vec![7; 16],
+            nodes: 5,
+            cpu_seconds: 0.5,
+        })
+        .await
+        .unwrap();
+    let again = rig.lease(worker, 1).await.remove(0);
+    assert_eq!(again.unit_id, grant.unit_id);
+    assert_eq!(again.cursor, vec![7; 16]);
+    assert_eq!(again.attempt, 1, "a release is not a failure");
+    assert_eq!(rig.units(campaign).await.leased, 1);
+}
+
+#[tokio::test]
+async fn huge_campaigns_materialise_units_lazily() {
+    let rig = rig(3);
+    // 10^9 units.
+    let campaign = rig
+        .campaign(serde_json::json!({"to": 100_000_000_000_000u64, "unit": 100_000}))
+        .await;
+    let worker = rig.worker("w").await;
+    let grants = rig.lease(worker, 4).await;
+    assert_eq!(grants.len(), 4);
+    let units = rig.units(campaign).await;
+    assert!(!units.split_complete);
+    assert!(
+        units.pending + units.leased <= 16,
+        "only one split batch materialised: {units:?}"
+    );
+}
+
+#[tokio::test]
+async fn campaigns_share_workers_fairly() {
+    let rig = rig(3);
+    let a = rig
+        .campaign(serde_json::json!({"to": 1000, "unit": 10}))
+        .await;
+    let b = rig
+        .campaign(serde_json::json!({"to": 2000, "unit": 10}))
+        .await;
+    let worker = rig.worker("w").await;
+    let grants = rig.lease(worker, 10).await;
+    let from_a = grants.iter().filter(|g| g.campaign_id == a).count();
+    let from_b = grants.iter().filter(|g| g.campaign_id == b).count();
+    assert_eq!((from_a, from_b), (5, 5));
+}
+
+#[tokio::test]
+async fn a_donation_turns_part_of_a_unit_into_new_units() {
+    let rig = rig(3);
+    let campaign = rig
+        .campaign(serde_json::json!({"to": 100, "unit": 100}))
+        .await;
+    let worker = rig.worker("w").await;
+    let grant = rig.lease(worker, 1).await.remove(0);
+    let encode = |a: u64, b: u64| [a.to_le_bytes(), b.to_le_bytes()].concat();
+    let reply = rig
+        .coordinator
+        .donate(pb::DonateRequest {
+            worker_id: worker,
+            lease_id: grant.lease_id,
+            units: vec![pb::UnitSpec {
+                label: "[50, 100)".into(),
+                payload: encode(50, 100),
+            }],
+            remaining_payload: encode(0, 50),
+            remaining_cursor: vec![],
+        })
+        .await
+        .unwrap();
+    assert_eq!(reply.accepted, 1);
+    let donated = rig.lease(worker, 1).await.remove(0);
+    assert_eq!(donated.unit_payload, encode(50, 100));
+    for (grant, count) in [(&grant, "15"), (&donated, "10")] {
+        rig.coordinator
+            .complete(pb::CompleteRequest {
+                worker_id: worker,
+                lease_id: grant.lease_id,
+                result: Some(pb::UnitResult {
+                    count: count.into(),
+                    ..Default::default()
+                }),
+            })
+            .await
+            .unwrap();
+    }
+    let status = rig.coordinator.campaign(campaign).await.unwrap();
+    assert_eq!(
+        (status.state.as_str(), status.value.as_str()),
+        ("done", "25")
+    );
+}
