@@ -33,12 +33,16 @@ struct Inner {
     config: Config,
     problems: Problems,
     changes: watch::Sender<u64>,
+    bounds: watch::Sender<Vec<pb::CampaignBound>>,
+    /// Workers whose last lease request came back short, and when (ms).
+    hungry: std::sync::Mutex<std::collections::HashMap<i64, i64>>,
 }
 
 impl Coordinator {
     /// A coordinator over an opened store.
     pub fn new(store: Store, clock: Arc<dyn Clock>, config: Config) -> Coordinator {
         let (changes, _) = watch::channel(0);
+        let (bounds, _) = watch::channel(Vec::new());
         Coordinator {
             inner: Arc::new(Inner {
                 store,
@@ -46,6 +50,8 @@ impl Coordinator {
                 config,
                 problems: Problems::default(),
                 changes,
+                bounds,
+                hungry: Default::default(),
             }),
         }
     }
@@ -69,6 +75,58 @@ impl Coordinator {
         self.inner
             .changes
             .send_modify(|generation| *generation += 1);
+    }
+
+    /// The running campaigns' bounds, now and as they change.
+    pub fn watch_bounds(&self) -> watch::Receiver<Vec<pb::CampaignBound>> {
+        self.inner.bounds.subscribe()
+    }
+
+    /// Re-reads the running campaigns' bounds and tells watchers if they changed.
+    async fn refresh_bounds(&self) {
+        match self
+            .inner
+            .store
+            .read(|conn| scheduler::running_bounds(conn))
+            .await
+        {
+            Ok(bounds) => {
+                self.inner.bounds.send_if_modified(|current| {
+                    let changed = *current != bounds;
+                    if changed {
+                        *current = bounds;
+                    }
+                    changed
+                });
+            }
+            Err(e) => tracing::warn!("cannot read campaign bounds: {e}"),
+        }
+    }
+
+    /// Notes whether a worker's lease request came back short.
+    fn note_hunger(&self, worker_id: i64, hungry: bool) {
+        let now = self.now();
+        if let Ok(mut map) = self.inner.hungry.lock() {
+            if hungry {
+                map.insert(worker_id, now);
+            } else {
+                map.remove(&worker_id);
+            }
+        }
+    }
+
+    /// Whether any worker went without work recently (then running units are asked to
+    /// donate part of theirs).
+    fn workers_idle(&self) -> bool {
+        let horizon = self.now() - 3 * self.inner.config.heartbeat_interval_ms.max(500);
+        self.inner
+            .hungry
+            .lock()
+            .map(|mut map| {
+                map.retain(|_, at| *at >= horizon);
+                !map.is_empty()
+            })
+            .unwrap_or(false)
     }
 
     /// Runs a scheduler step as one atomic store write.
@@ -136,9 +194,11 @@ impl Coordinator {
 
     /// Grants leases.
     pub async fn lease(&self, req: pb::LeaseRequest) -> Result<pb::LeaseReply, Error> {
+        let (worker_id, capacity) = (req.worker_id, req.capacity);
         let leases = self
-            .write(move |ctx| scheduler::grant_leases(ctx, req.worker_id, req.capacity))
+            .write(move |ctx| scheduler::grant_leases(ctx, worker_id, capacity))
             .await?;
+        self.note_hunger(worker_id, (leases.len() as u32) < capacity);
         let retry_after_ms = if leases.is_empty() {
             self.inner.config.heartbeat_interval_ms.clamp(100, 5_000)
         } else {
@@ -157,7 +217,8 @@ impl Coordinator {
                 "too many leases in one heartbeat".into(),
             ));
         }
-        self.write(move |ctx| scheduler::heartbeat(ctx, req.worker_id, &req.leases))
+        let idle = self.workers_idle();
+        self.write(move |ctx| scheduler::heartbeat(ctx, req.worker_id, &req.leases, idle))
             .await
     }
 
@@ -203,6 +264,7 @@ impl Coordinator {
             .await?;
         if accepted {
             self.changed();
+            self.refresh_bounds().await;
         }
         Ok(pb::ImprovementReply {
             accepted,
@@ -263,13 +325,15 @@ impl Coordinator {
             wall_seconds: sane_seconds(result.wall_seconds),
         };
         let (worker_id, lease_id) = (req.worker_id, req.lease_id);
+        let covered = req.unit_payload;
         let reply = self
             .write(move |ctx| {
                 scheduler::touch_worker(ctx, worker_id)?;
-                scheduler::complete(ctx, worker_id, lease_id, &verified, usage)
+                scheduler::complete(ctx, worker_id, lease_id, &covered, &verified, usage)
             })
             .await?;
         self.changed();
+        self.refresh_bounds().await;
         Ok(reply)
     }
 
@@ -314,6 +378,7 @@ impl Coordinator {
             })
             .await?;
         self.changed();
+        self.refresh_bounds().await;
         Ok(id)
     }
 
@@ -339,6 +404,7 @@ impl Coordinator {
         self.write(move |ctx| scheduler::change_state(ctx, campaign_id, action))
             .await?;
         self.changed();
+        self.refresh_bounds().await;
         self.campaign(campaign_id).await
     }
 
@@ -430,6 +496,7 @@ impl Coordinator {
             })
             .await?;
         self.changed();
+        self.refresh_bounds().await;
         Ok(pb::ImportReply {
             accepted,
             verified_score: score,
@@ -486,8 +553,9 @@ async fn verify_result(
             ))
         }
         Objective::Max | Objective::Min => {
+            let hits = verify_samples(problem.clone(), &result.samples).await?;
             if result.best_solution_json.is_empty() {
-                return Ok(VerifiedResult::Best(None));
+                return Ok(VerifiedResult::Best(None, hits));
             }
             let score = verify_solution(problem, &result.best_solution_json)
                 .await
@@ -498,31 +566,41 @@ async fn verify_result(
                     result.best_score
                 )));
             }
-            Ok(VerifiedResult::Best(Some((
-                result.best_solution_json.clone(),
-                score,
-            ))))
+            Ok(VerifiedResult::Best(
+                Some((result.best_solution_json.clone(), score)),
+                hits,
+            ))
         }
-        Objective::Sample => {
-            if result.samples.len() > MAX_SAMPLES_PER_RESULT {
-                return Err(Error::InvalidArgument(
-                    "too many samples in one result".into(),
-                ));
-            }
-            let samples = result.samples.clone();
-            tokio::task::spawn_blocking(move || {
-                for (index, text) in samples.iter().enumerate() {
-                    let value: serde_json::Value = serde_json::from_str(text).map_err(|e| {
-                        Error::InvalidArgument(format!("sample {index} is not JSON: {e}"))
-                    })?;
-                    problem.verify_sample(&value).map_err(|e| {
-                        Error::InvalidArgument(format!("sample {index} rejected: {e}"))
-                    })?;
-                }
-                Ok(VerifiedResult::Samples(samples))
-            })
-            .await
-            .map_err(|e| Error::Internal(format!("sample verifier crashed: {e}")))?
-        }
+        Objective::Sample => Ok(VerifiedResult::Samples(
+            verify_samples(problem, &result.samples).await?,
+        )),
     }
+}
+
+/// Checks every sample (or proof-mode hit) with the problem's verifier, off the runtime.
+async fn verify_samples(
+    problem: Arc<dyn Problem>,
+    samples: &[String],
+) -> Result<Vec<String>, Error> {
+    if samples.is_empty() {
+        return Ok(Vec::new());
+    }
+    if samples.len() > MAX_SAMPLES_PER_RESULT {
+        return Err(Error::InvalidArgument(
+            "too many samples in one result".into(),
+        ));
+    }
+    let samples = samples.to_vec();
+    tokio::task::spawn_blocking(move || {
+        for (index, text) in samples.iter().enumerate() {
+            let value: serde_json::Value = serde_json::from_str(text)
+                .map_err(|e| Error::InvalidArgument(format!("sample {index} is not JSON: {e}")))?;
+            problem
+                .verify_sample(&value)
+                .map_err(|e| Error::InvalidArgument(format!("sample {index} rejected: {e}")))?;
+        }
+        Ok(samples)
+    })
+    .await
+    .map_err(|e| Error::Internal(format!("sample verifier crashed: {e}")))?
 }

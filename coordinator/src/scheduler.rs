@@ -35,8 +35,9 @@ pub struct Ctx<'a> {
 pub enum VerifiedResult {
     /// An exact count, as a canonical decimal string.
     Count(String),
-    /// The best solution of an optimisation unit (JSON text and its recomputed score).
-    Best(Option<(String, i64)>),
+    /// The best solution of an optimisation unit (JSON text and its recomputed score), and
+    /// its verified proof-mode hits (JSON texts).
+    Best(Option<(String, i64)>, Vec<String>),
     /// Verified samples (JSON texts).
     Samples(Vec<String>),
     /// The solver failed on the worker; counts as a failed attempt.
@@ -513,6 +514,7 @@ pub fn heartbeat(
     ctx: &Ctx,
     worker_id: i64,
     progress: &[pb::LeaseProgress],
+    idle_workers: bool,
 ) -> Result<pb::HeartbeatReply, Error> {
     touch_worker(ctx, worker_id)?;
     let mut reply = pb::HeartbeatReply::default();
@@ -521,11 +523,12 @@ pub fn heartbeat(
         let verdict = renew_lease(ctx, worker_id, item)?;
         if let Some((campaign_id, deadline)) = verdict {
             campaigns.push(campaign_id);
+            let split_requested = idle_workers && !has_pending_units(ctx, campaign_id)?;
             reply.leases.push(pb::LeaseStatus {
                 lease_id: item.lease_id,
                 verdict: pb::LeaseVerdict::Continue as i32,
                 deadline_ms: deadline,
-                split_requested: false,
+                split_requested,
             });
         } else {
             reply.leases.push(pb::LeaseStatus {
@@ -548,6 +551,32 @@ pub fn heartbeat(
         }
     }
     Ok(reply)
+}
+
+/// Whether a campaign has units ready to lease (or more to split off).
+fn has_pending_units(ctx: &Ctx, campaign_id: i64) -> Result<bool, Error> {
+    Ok(ctx
+        .conn
+        .prepare_cached(
+            "SELECT EXISTS (SELECT 1 FROM units WHERE campaign_id = ?1 AND state = 'pending')
+                 OR NOT (SELECT split_done FROM campaigns WHERE id = ?1)",
+        )?
+        .query_row(params![campaign_id], |r| r.get(0))?)
+}
+
+/// The pruning bounds of every running campaign that has one.
+pub fn running_bounds(conn: &Connection) -> Result<Vec<pb::CampaignBound>, Error> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT id, bound FROM campaigns WHERE state = 'running' AND bound IS NOT NULL ORDER BY id",
+        )?
+        .query_map([], |r| {
+            Ok(pb::CampaignBound {
+                campaign_id: r.get(0)?,
+                bound: r.get(1)?,
+            })
+        })?
+        .collect::<Result<_, _>>()?)
 }
 
 /// Extends one lease; `None` when the worker should stop working on it.
@@ -733,6 +762,16 @@ pub fn donate(ctx: &Ctx, worker_id: i64, req: &pb::DonateRequest) -> Result<u32,
             lease.id, lease.state
         )));
     }
+    let holds_unit: bool = ctx
+        .conn
+        .prepare_cached("SELECT lease_id IS ?2 FROM units WHERE id = ?1")?
+        .query_row(params![lease.unit_id, lease.id], |r| r.get(0))?;
+    if !holds_unit {
+        return Err(Error::FailedPrecondition(format!(
+            "lease {} no longer holds unit {}",
+            lease.id, lease.unit_id
+        )));
+    }
     if req.units.len() > MAX_DONATED {
         return Err(Error::InvalidArgument(format!(
             "{} donated units is more than the {MAX_DONATED} allowed at once",
@@ -846,6 +885,7 @@ pub fn complete(
     ctx: &Ctx,
     worker_id: i64,
     lease_id: i64,
+    covered_payload: &[u8],
     result: &VerifiedResult,
     usage: Usage,
 ) -> Result<pb::CompleteReply, Error> {
@@ -853,12 +893,14 @@ pub fn complete(
     if lease.state == "completed" || lease.state == "failed" {
         return Ok(duplicate("this lease already delivered its result"));
     }
-    let (unit_state, unit_lease, replica_needed): (String, Option<i64>, bool) = ctx
-        .conn
-        .prepare_cached("SELECT state, lease_id, replica_needed FROM units WHERE id = ?1")?
-        .query_row(params![lease.unit_id], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-        })?;
+    let (unit_state, unit_lease, replica_needed, payload): (String, Option<i64>, bool, Vec<u8>) =
+        ctx.conn
+            .prepare_cached(
+                "SELECT state, lease_id, replica_needed, payload FROM units WHERE id = ?1",
+            )?
+            .query_row(params![lease.unit_id], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            })?;
     let campaign_state: String = ctx
         .conn
         .prepare_cached("SELECT state FROM campaigns WHERE id = ?1")?
@@ -887,6 +929,13 @@ pub fn complete(
         return Ok(duplicate(
             "the unit is already finished; result not counted again",
         ));
+    }
+    if payload != covered_payload && !matches!(result, VerifiedResult::Failed(_)) {
+        return Err(Error::FailedPrecondition(format!(
+            "lease {lease_id}: the result covers a different part of unit {} than the unit \
+             now holds (a donation was lost or the payload is wrong); not counted",
+            lease.unit_id
+        )));
     }
     if let VerifiedResult::Failed(reason) = result {
         end_lease(ctx, &lease, "failed", true, None)?;
@@ -921,10 +970,10 @@ pub fn complete(
     add_usage(ctx, lease.campaign_id, usage)?;
     let (value, solution) = match result {
         VerifiedResult::Count(count) => (count.clone(), None),
-        VerifiedResult::Best(Some((solution, score))) => {
+        VerifiedResult::Best(Some((solution, score)), _) => {
             (score.to_string(), Some(solution.clone()))
         }
-        VerifiedResult::Best(None) => ("none".to_string(), None),
+        VerifiedResult::Best(None, _) => ("none".to_string(), None),
         VerifiedResult::Samples(samples) => (samples.len().to_string(), None),
         VerifiedResult::Failed(_) => unreachable!("handled above"),
     };
@@ -961,7 +1010,8 @@ pub fn complete(
     )?;
     match result {
         VerifiedResult::Count(count) => settle_count(ctx, &lease, result_id, count)?,
-        VerifiedResult::Best(best) => {
+        VerifiedResult::Best(best, hits) => {
+            insert_samples(ctx, &lease, result_id, hits)?;
             if let Some((solution, score)) = best {
                 offer_incumbent(
                     ctx,
@@ -977,15 +1027,7 @@ pub fn complete(
             finish_unit(ctx, &lease, &value, &[result_id])?;
         }
         VerifiedResult::Samples(samples) => {
-            let mut insert = ctx.conn.prepare_cached(
-                "INSERT INTO samples (campaign_id, unit_id, result_id, data) VALUES (?1, ?2, ?3, ?4)",
-            )?;
-            for sample in samples {
-                insert.execute(params![lease.campaign_id, lease.unit_id, result_id, sample])?;
-            }
-            ctx.conn
-                .prepare_cached("UPDATE campaigns SET samples = samples + ?2 WHERE id = ?1")?
-                .execute(params![lease.campaign_id, samples.len() as i64])?;
+            insert_samples(ctx, &lease, result_id, samples)?;
             finish_unit(ctx, &lease, &value, &[result_id])?;
         }
         VerifiedResult::Failed(_) => unreachable!("handled above"),
@@ -995,6 +1037,27 @@ pub fn complete(
         duplicate: false,
         detail: String::new(),
     })
+}
+
+fn insert_samples(
+    ctx: &Ctx,
+    lease: &LeaseRow,
+    result_id: i64,
+    samples: &[String],
+) -> Result<(), Error> {
+    if samples.is_empty() {
+        return Ok(());
+    }
+    let mut insert = ctx.conn.prepare_cached(
+        "INSERT INTO samples (campaign_id, unit_id, result_id, data) VALUES (?1, ?2, ?3, ?4)",
+    )?;
+    for sample in samples {
+        insert.execute(params![lease.campaign_id, lease.unit_id, result_id, sample])?;
+    }
+    ctx.conn
+        .prepare_cached("UPDATE campaigns SET samples = samples + ?2 WHERE id = ?1")?
+        .execute(params![lease.campaign_id, samples.len() as i64])?;
+    Ok(())
 }
 
 fn duplicate(detail: &str) -> pb::CompleteReply {

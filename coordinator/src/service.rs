@@ -19,8 +19,24 @@ fn reply<T>(result: Result<T, crate::error::Error>) -> Result<Response<T>, Statu
     result.map(Response::new).map_err(Status::from)
 }
 
+/// The stream type of `WatchBounds`.
+pub type BoundsStream =
+    std::pin::Pin<Box<dyn tokio_stream::Stream<Item = Result<pb::BoundsUpdate, Status>> + Send>>;
+
 #[tonic::async_trait]
 impl Worker for WorkerService {
+    type WatchBoundsStream = BoundsStream;
+
+    async fn watch_bounds(
+        &self,
+        _request: Request<pb::WatchBoundsRequest>,
+    ) -> Result<Response<BoundsStream>, Status> {
+        use tokio_stream::StreamExt;
+        let updates = tokio_stream::wrappers::WatchStream::new(self.0.watch_bounds())
+            .map(|bounds| Ok(pb::BoundsUpdate { bounds }));
+        Ok(Response::new(Box::pin(updates)))
+    }
+
     async fn register(
         &self,
         request: Request<pb::RegisterRequest>,

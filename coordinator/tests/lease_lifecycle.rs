@@ -257,6 +257,7 @@ async fn a_late_completion_of_an_expired_reissued_lease_is_not_double_counted() 
         .complete(pb::CompleteRequest {
             worker_id: quick,
             lease_id: fresh.lease_id,
+            unit_payload: fresh.unit_payload.clone(),
             result: count_result(count),
         })
         .await
@@ -267,6 +268,7 @@ async fn a_late_completion_of_an_expired_reissued_lease_is_not_double_counted() 
         .complete(pb::CompleteRequest {
             worker_id: slow,
             lease_id: late.lease_id,
+            unit_payload: late.unit_payload.clone(),
             result: count_result(count),
         })
         .await
@@ -286,6 +288,7 @@ async fn a_late_completion_of_an_expired_reissued_lease_is_not_double_counted() 
         .complete(pb::CompleteRequest {
             worker_id: slow,
             lease_id: late.lease_id,
+            unit_payload: late.unit_payload.clone(),
             result: count_result(count2),
         })
         .await
@@ -311,6 +314,7 @@ async fn a_late_completion_of_an_expired_reissued_lease_is_not_double_counted() 
         .complete(pb::CompleteRequest {
             worker_id: quick,
             lease_id: fresh.lease_id,
+            unit_payload: fresh.unit_payload.clone(),
             result: count_result(count2),
         })
         .await
@@ -341,6 +345,7 @@ async fn malformed_and_lying_requests_are_rejected_and_change_nothing() {
         .complete(pb::CompleteRequest {
             worker_id: liar,
             lease_id: 999_999,
+            unit_payload: vec![],
             result: count_result(1),
         })
         .await
@@ -369,6 +374,7 @@ async fn malformed_and_lying_requests_are_rejected_and_change_nothing() {
         .complete(pb::CompleteRequest {
             worker_id: honest,
             lease_id: lease.lease_id,
+            unit_payload: lease.unit_payload.clone(),
             result: count_result(truth),
         })
         .await
@@ -381,6 +387,7 @@ async fn malformed_and_lying_requests_are_rejected_and_change_nothing() {
             .complete(pb::CompleteRequest {
                 worker_id: liar,
                 lease_id: lease.lease_id,
+                unit_payload: lease.unit_payload.clone(),
                 result: Some(pb::UnitResult {
                     count: bad.into(),
                     ..Default::default()
@@ -394,6 +401,7 @@ async fn malformed_and_lying_requests_are_rejected_and_change_nothing() {
         .complete(pb::CompleteRequest {
             worker_id: liar,
             lease_id: lease.lease_id,
+            unit_payload: lease.unit_payload.clone(),
             result: None,
         })
         .await
@@ -434,6 +442,7 @@ async fn malformed_and_lying_requests_are_rejected_and_change_nothing() {
         .complete(pb::CompleteRequest {
             worker_id: liar,
             lease_id: lease.lease_id,
+            unit_payload: lease.unit_payload.clone(),
             result: count_result(truth + 1),
         })
         .await
@@ -446,6 +455,7 @@ async fn malformed_and_lying_requests_are_rejected_and_change_nothing() {
         .complete(pb::CompleteRequest {
             worker_id: honest,
             lease_id: replica.lease_id,
+            unit_payload: replica.unit_payload.clone(),
             result: count_result(truth),
         })
         .await
@@ -468,6 +478,7 @@ async fn malformed_and_lying_requests_are_rejected_and_change_nothing() {
         .complete(pb::CompleteRequest {
             worker_id: referee,
             lease_id: tiebreak.lease_id,
+            unit_payload: tiebreak.unit_payload.clone(),
             result: count_result(truth),
         })
         .await
@@ -494,6 +505,7 @@ async fn malformed_and_lying_requests_are_rejected_and_change_nothing() {
                     .complete(pb::CompleteRequest {
                         worker_id: holder,
                         lease_id: grant.lease_id,
+                        unit_payload: grant.unit_payload.clone(),
                         result: count_result(primes_between(lo, hi)),
                     })
                     .await

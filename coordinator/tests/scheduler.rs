@@ -155,6 +155,7 @@ async fn a_unit_that_keeps_failing_is_marked_failed_and_can_be_retried() {
         .complete(pb::CompleteRequest {
             worker_id: worker,
             lease_id: grant.lease_id,
+            unit_payload: grant.unit_payload.clone(),
             result: Some(pb::UnitResult {
                 count: "25".into(),
                 ..Default::default()
@@ -184,6 +185,7 @@ async fn a_solver_error_counts_as_a_failed_attempt() {
             .complete(pb::CompleteRequest {
                 worker_id: worker,
                 lease_id: grant.lease_id,
+                unit_payload: grant.unit_payload.clone(),
                 result: Some(pb::UnitResult {
                     error: "out of memory".into(),
                     ..Default::default()
@@ -282,15 +284,33 @@ async fn a_donation_turns_part_of_a_unit_into_new_units() {
     assert_eq!(reply.accepted, 1);
     let donated = rig.lease(worker, 1).await.remove(0);
     assert_eq!(donated.unit_payload, encode(50, 100));
-    for (grant, count) in [(&grant, "15"), (&donated, "10")] {
+    // The donor's result covers what it kept; one for the whole original unit is refused.
+    let whole = rig
+        .coordinator
+        .complete(pb::CompleteRequest {
+            worker_id: worker,
+            lease_id: grant.lease_id,
+            result: Some(pb::UnitResult {
+                count: "25".into(),
+                ..Default::default()
+            }),
+            unit_payload: grant.unit_payload.clone(),
+        })
+        .await;
+    assert!(whole.is_err());
+    for (lease_id, payload, count) in [
+        (grant.lease_id, encode(0, 50), "15"),
+        (donated.lease_id, encode(50, 100), "10"),
+    ] {
         rig.coordinator
             .complete(pb::CompleteRequest {
                 worker_id: worker,
-                lease_id: grant.lease_id,
+                lease_id,
                 result: Some(pb::UnitResult {
                     count: count.into(),
                     ..Default::default()
                 }),
+                unit_payload: payload,
             })
             .await
             .unwrap();

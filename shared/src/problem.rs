@@ -129,9 +129,14 @@ pub struct Scored {
 pub enum UnitOutcome {
     /// Count objective: the unit's exact count.
     Count(BigUint),
-    /// Optimisation: the whole unit was searched; its best solution, if it found one that
-    /// beat the bound it was given.
-    Searched(Option<Scored>),
+    /// Optimisation: the whole unit was searched.
+    Searched {
+        /// Its best solution, if it found one that beat the bound it was given.
+        best: Option<Scored>,
+        /// In proof mode, every solution of the unit that reaches the target (each is
+        /// checked by [`Problem::verify_sample`]).
+        hits: Vec<Value>,
+    },
     /// Sample objective: the unit's objects.
     Samples(Vec<Value>),
     /// The solver stopped early because [`SolveContext::stop_requested`] said so; its last
@@ -156,6 +161,13 @@ pub trait SolveContext: Sync {
     fn stop_requested(&self) -> bool;
     /// True when the coordinator would like this unit to donate part of its work.
     fn split_requested(&self) -> bool {
+        false
+    }
+    /// Hands untouched parts of the unit to the coordinator as new units; from now on this
+    /// solve covers only `remaining` (a payload of the same problem), and must not search
+    /// what it donated. The default refuses (returns false): nothing was donated.
+    fn donate(&self, units: Vec<UnitSpec>, remaining: Vec<u8>) -> bool {
+        let _ = (units, remaining);
         false
     }
 }
@@ -191,7 +203,8 @@ pub trait Problem: Send + Sync + 'static {
         ))
     }
 
-    /// Verifies one sampled object (sample objective).
+    /// Verifies one sampled object (sample objective), or one proof-mode hit (optimisation
+    /// objective: a solution that must reach the campaign's target).
     fn verify_sample(&self, sample: &Value) -> Result<(), ProblemError> {
         let _ = sample;
         Err(ProblemError::Unsupported(

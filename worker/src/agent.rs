@@ -14,7 +14,7 @@ use tokio::sync::mpsc;
 use tonic::Code;
 
 use crate::client::{is_transient, Client};
-use crate::context::{FoundImprovement, SharedBound, UnitContext};
+use crate::context::{Bounds, Finished, FoundImprovement, UnitContext, UnitEvent};
 use crate::cpu;
 use crate::{WorkerConfig, WorkerError, WorkerSummary};
 
@@ -24,14 +24,6 @@ const STOP_GRACE: Duration = Duration::from_millis(3000);
 const DELIVERY_GRACE: Duration = Duration::from_millis(1500);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
 const MIN_BACKOFF: Duration = Duration::from_millis(100);
-
-/// A unit's end, sent from the CPU pool to the IO loop.
-struct Finished {
-    lease_id: i64,
-    outcome: Result<UnitOutcome, ProblemError>,
-    cpu_seconds: f64,
-    wall_seconds: f64,
-}
 
 struct Running {
     grant: pb::LeaseGrant,
@@ -44,6 +36,7 @@ enum Outgoing {
     Complete(pb::CompleteRequest),
     Improvement(pb::ImprovementRequest),
     Release(pb::ReleaseRequest),
+    Donate(pb::DonateRequest),
 }
 
 /// Tracks whether a unit ran alone on this worker for its whole life (then the process CPU
@@ -63,9 +56,9 @@ struct Agent {
     running: HashMap<i64, Running>,
     outbox: VecDeque<Outgoing>,
     problems: HashMap<i64, Arc<dyn Problem>>,
-    bounds: HashMap<i64, Arc<SharedBound>>,
-    finished_tx: mpsc::UnboundedSender<Finished>,
-    improvements_tx: mpsc::UnboundedSender<FoundImprovement>,
+    bounds: Bounds,
+    events_tx: mpsc::UnboundedSender<UnitEvent>,
+    bound_watch: Option<tokio::task::JoinHandle<()>>,
     accounting: Arc<CpuAccounting>,
     summary: WorkerSummary,
     backoff: Duration,
@@ -87,8 +80,7 @@ pub async fn run(
             .build()
             .map_err(|e| WorkerError::Setup(format!("cannot start the CPU pool: {e}")))?,
     );
-    let (finished_tx, mut finished_rx) = mpsc::unbounded_channel();
-    let (improvements_tx, mut improvements_rx) = mpsc::unbounded_channel();
+    let (events_tx, mut events_rx) = mpsc::unbounded_channel();
     let now = Instant::now();
     let mut agent = Agent {
         config,
@@ -99,9 +91,9 @@ pub async fn run(
         running: HashMap::new(),
         outbox: VecDeque::new(),
         problems: HashMap::new(),
-        bounds: HashMap::new(),
-        finished_tx,
-        improvements_tx,
+        bounds: Bounds::default(),
+        events_tx,
+        bound_watch: None,
         accounting: Arc::new(CpuAccounting::default()),
         summary: WorkerSummary::default(),
         backoff: MIN_BACKOFF,
@@ -122,14 +114,11 @@ pub async fn run(
         let wake = agent.next_wakeup();
         tokio::select! {
             _ = &mut shutdown => break,
-            Some(done) = finished_rx.recv() => agent.on_finished(done),
-            Some(found) = improvements_rx.recv() => agent.on_improvement(found),
+            Some(event) = events_rx.recv() => agent.on_event(event),
             _ = tokio::time::sleep_until(wake.into()) => {}
         }
     }
-    agent
-        .shut_down(&mut finished_rx, &mut improvements_rx)
-        .await;
+    agent.shut_down(&mut events_rx).await;
     Ok(agent.summary)
 }
 
@@ -200,6 +189,14 @@ impl Agent {
                     Duration::from_millis(reply.heartbeat_interval_ms.clamp(50, 60_000) as u64);
                 self.next_heartbeat = Instant::now() + self.heartbeat_every;
                 tracing::info!("registered as worker {}", reply.worker_id);
+                if let Some(old) = self.bound_watch.take() {
+                    old.abort();
+                }
+                self.bound_watch = Some(tokio::spawn(watch_bounds(
+                    self.client.clone(),
+                    reply.worker_id,
+                    self.bounds.clone(),
+                )));
             }
             Err(status) if is_transient(&status) => self.contact_failed("register", &status),
             Err(status) => {
@@ -234,12 +231,13 @@ impl Agent {
                         }
                     );
                     if let Some(best) = reply.campaign_best {
-                        if let Some(bound) = self.bounds.get(&req.campaign_id) {
-                            bound.offer(best);
-                        }
+                        self.bounds.offer(req.campaign_id, best);
                     }
                 }),
                 Outgoing::Release(req) => self.client.release(req.clone()).await.map(|_| ()),
+                Outgoing::Donate(req) => self.client.donate(req.clone()).await.map(|reply| {
+                    tracing::info!("lease {}: {} unit(s) donated", req.lease_id, reply.accepted);
+                }),
             };
             match outcome {
                 Ok(()) => self.contact_ok(),
@@ -295,9 +293,7 @@ impl Agent {
                     }
                 }
                 for bound in reply.bounds {
-                    if let Some(shared) = self.bounds.get(&bound.campaign_id) {
-                        shared.offer(bound.bound);
-                    }
+                    self.bounds.offer(bound.campaign_id, bound.bound);
                 }
             }
             Err(status) if is_transient(&status) => self.contact_failed("heartbeat", &status),
@@ -378,16 +374,13 @@ impl Agent {
                             error: format!("this worker cannot run the unit: {e}"),
                             ..Default::default()
                         }),
+                        unit_payload: grant.unit_payload.clone(),
                     }));
                 return;
             }
         };
         let objective = problem.objective();
-        let bound = self
-            .bounds
-            .entry(grant.campaign_id)
-            .or_insert_with(|| Arc::new(SharedBound::new(objective, None)))
-            .clone();
+        let bound = self.bounds.for_campaign(grant.campaign_id, objective);
         if let Some(b) = grant.bound {
             bound.offer(b);
         }
@@ -395,12 +388,12 @@ impl Agent {
         let ctx = Arc::new(UnitContext::new(
             lease_id,
             grant.campaign_id,
+            grant.unit_payload.clone(),
             resume,
             bound,
-            self.improvements_tx.clone(),
+            self.events_tx.clone(),
         ));
         let payload = grant.unit_payload.clone();
-        let finished = self.finished_tx.clone();
         let unit_ctx = ctx.clone();
         let accounting = self.accounting.clone();
         self.pool.spawn(move || {
@@ -430,12 +423,12 @@ impl Agent {
                 cpu::thread_seconds() - thread0
             };
             accounting.active.fetch_sub(1, Ordering::AcqRel);
-            let _ = finished.send(Finished {
+            unit_ctx.send(UnitEvent::Finished(Finished {
                 lease_id,
                 outcome,
                 cpu_seconds,
                 wall_seconds: wall0.elapsed().as_secs_f64(),
-            });
+            }));
         });
         self.running.insert(
             lease_id,
@@ -445,6 +438,34 @@ impl Agent {
                 cancelled: false,
             },
         );
+    }
+
+    fn on_event(&mut self, event: UnitEvent) {
+        match event {
+            UnitEvent::Improved(found) => self.on_improvement(found),
+            UnitEvent::Finished(done) => self.on_finished(done),
+            UnitEvent::Donated {
+                lease_id,
+                units,
+                remaining,
+                cursor,
+            } => {
+                tracing::info!("lease {lease_id}: donating {} unit(s)", units.len());
+                self.outbox.push_back(Outgoing::Donate(pb::DonateRequest {
+                    worker_id: self.worker_id,
+                    lease_id,
+                    units: units
+                        .into_iter()
+                        .map(|u| pb::UnitSpec {
+                            label: u.label,
+                            payload: u.payload,
+                        })
+                        .collect(),
+                    remaining_payload: remaining,
+                    remaining_cursor: cursor,
+                }));
+            }
+        }
     }
 
     fn on_improvement(&mut self, found: FoundImprovement) {
@@ -485,11 +506,12 @@ impl Agent {
                 return;
             }
             Ok(UnitOutcome::Count(count)) => result.count = count.to_string(),
-            Ok(UnitOutcome::Searched(best)) => {
+            Ok(UnitOutcome::Searched { best, hits }) => {
                 if let Some(best) = best {
                     result.best_solution_json = best.solution.to_string();
                     result.best_score = best.score;
                 }
+                result.samples = hits.iter().map(|h| h.to_string()).collect();
             }
             Ok(UnitOutcome::Samples(samples)) => {
                 result.samples = samples.iter().map(|s| s.to_string()).collect();
@@ -510,14 +532,11 @@ impl Agent {
                 worker_id: self.worker_id,
                 lease_id: done.lease_id,
                 result: Some(result),
+                unit_payload: unit.ctx.payload(),
             }));
     }
 
-    async fn shut_down(
-        &mut self,
-        finished_rx: &mut mpsc::UnboundedReceiver<Finished>,
-        improvements_rx: &mut mpsc::UnboundedReceiver<FoundImprovement>,
-    ) {
+    async fn shut_down(&mut self, events_rx: &mut mpsc::UnboundedReceiver<UnitEvent>) {
         tracing::info!(
             "shutting down: checkpointing {} running unit(s)",
             self.running.len()
@@ -527,8 +546,8 @@ impl Agent {
         }
         let stop_by = Instant::now() + STOP_GRACE;
         while !self.running.is_empty() {
-            match tokio::time::timeout_at(stop_by.into(), finished_rx.recv()).await {
-                Ok(Some(done)) => self.on_finished(done),
+            match tokio::time::timeout_at(stop_by.into(), events_rx.recv()).await {
+                Ok(Some(event)) => self.on_event(event),
                 _ => break,
             }
         }
@@ -547,8 +566,8 @@ impl Agent {
                 }
             }
         }
-        while let Ok(found) = improvements_rx.try_recv() {
-            self.on_improvement(found);
+        while let Ok(event) = events_rx.try_recv() {
+            self.on_event(event);
         }
         if self.worker_id != 0 {
             self.next_contact = Instant::now();
@@ -561,5 +580,29 @@ impl Agent {
             );
         }
         self.summary.undelivered = self.outbox.len();
+        if let Some(watch) = self.bound_watch.take() {
+            watch.abort();
+        }
+    }
+}
+
+/// Follows the coordinator's bound stream for as long as the worker runs, reconnecting
+/// with backoff: a new incumbent found anywhere reaches this worker's units in milliseconds.
+async fn watch_bounds(client: Client, worker_id: i64, bounds: Bounds) {
+    let mut backoff = MIN_BACKOFF;
+    loop {
+        match client.watch_bounds(worker_id).await {
+            Ok(mut stream) => {
+                backoff = MIN_BACKOFF;
+                while let Ok(Some(update)) = stream.message().await {
+                    for bound in update.bounds {
+                        bounds.offer(bound.campaign_id, bound.bound);
+                    }
+                }
+            }
+            Err(status) => tracing::debug!("bound stream: {}", status.message()),
+        }
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(MAX_BACKOFF);
     }
 }

@@ -69,6 +69,22 @@ impl Client {
         Ok(self.inner.clone().complete(req).await?.into_inner())
     }
 
+    /// See `Worker.Donate`.
+    pub async fn donate(&self, req: pb::DonateRequest) -> Result<pb::DonateReply, Status> {
+        Ok(self.inner.clone().donate(req).await?.into_inner())
+    }
+
+    /// See `Worker.WatchBounds`.
+    pub async fn watch_bounds(
+        &self,
+        worker_id: i64,
+    ) -> Result<tonic::Streaming<pb::BoundsUpdate>, Status> {
+        // A stream lives as long as the worker: no per-call deadline.
+        let mut request = tonic::Request::new(pb::WatchBoundsRequest { worker_id });
+        request.set_timeout(std::time::Duration::from_secs(365 * 24 * 3600));
+        Ok(self.inner.clone().watch_bounds(request).await?.into_inner())
+    }
+
     /// See `Worker.Release`.
     pub async fn release(&self, req: pb::ReleaseRequest) -> Result<pb::ReleaseReply, Status> {
         Ok(self.inner.clone().release(req).await?.into_inner())

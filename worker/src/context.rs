@@ -1,7 +1,7 @@
 //! What a running unit shares with the worker's IO loop: the freshest bound, stop and split
 //! requests, progress, the latest checkpoint, and improvements to report.
 
-use grind_shared::problem::{Objective, Scored, SolveContext};
+use grind_shared::problem::{Objective, ProblemError, Scored, SolveContext, UnitOutcome, UnitSpec};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
@@ -55,6 +55,65 @@ impl SharedBound {
     }
 }
 
+/// The bounds of every campaign this worker has run units of, shared with the task that
+/// watches the coordinator's bound stream.
+#[derive(Clone, Default)]
+pub struct Bounds(Arc<Mutex<std::collections::HashMap<i64, Arc<SharedBound>>>>);
+
+impl Bounds {
+    /// The shared bound of a campaign, created on first use.
+    pub fn for_campaign(&self, campaign_id: i64, objective: Objective) -> Arc<SharedBound> {
+        self.0
+            .lock()
+            .expect("poisoned")
+            .entry(campaign_id)
+            .or_insert_with(|| Arc::new(SharedBound::new(objective, None)))
+            .clone()
+    }
+
+    /// Tightens a campaign's bound if this worker knows the campaign.
+    pub fn offer(&self, campaign_id: i64, value: i64) {
+        let known = self.0.lock().expect("poisoned").get(&campaign_id).cloned();
+        if let Some(bound) = known {
+            bound.offer(value);
+        }
+    }
+}
+
+/// What a running unit tells the IO loop, in the order it happened (one channel, so a
+/// donation always reaches the coordinator before the result that depends on it).
+#[derive(Debug)]
+pub enum UnitEvent {
+    /// A better solution, to report at once.
+    Improved(FoundImprovement),
+    /// Part of the unit handed off.
+    Donated {
+        /// The lease it was donated from.
+        lease_id: i64,
+        /// The new units.
+        units: Vec<UnitSpec>,
+        /// What the donor keeps.
+        remaining: Vec<u8>,
+        /// The donor's latest checkpoint, valid for `remaining`.
+        cursor: Vec<u8>,
+    },
+    /// The solve ended.
+    Finished(Finished),
+}
+
+/// A unit's end.
+#[derive(Debug)]
+pub struct Finished {
+    /// Its lease.
+    pub lease_id: i64,
+    /// How it ended.
+    pub outcome: Result<UnitOutcome, ProblemError>,
+    /// CPU seconds used.
+    pub cpu_seconds: f64,
+    /// Wall seconds used.
+    pub wall_seconds: f64,
+}
+
 /// An improvement found by a unit, to be reported to the coordinator.
 #[derive(Debug)]
 pub struct FoundImprovement {
@@ -78,7 +137,8 @@ pub struct UnitContext {
     fraction: Mutex<Option<f64>>,
     checkpoint: Mutex<Option<Vec<u8>>>,
     checkpoint_dirty: AtomicBool,
-    improvements: mpsc::UnboundedSender<FoundImprovement>,
+    payload: Mutex<Vec<u8>>,
+    events: mpsc::UnboundedSender<UnitEvent>,
 }
 
 impl UnitContext {
@@ -86,9 +146,10 @@ impl UnitContext {
     pub fn new(
         lease_id: i64,
         campaign_id: i64,
+        payload: Vec<u8>,
         resume: Option<Vec<u8>>,
         bound: Arc<SharedBound>,
-        improvements: mpsc::UnboundedSender<FoundImprovement>,
+        events: mpsc::UnboundedSender<UnitEvent>,
     ) -> Self {
         UnitContext {
             lease_id,
@@ -101,7 +162,8 @@ impl UnitContext {
             fraction: Mutex::new(None),
             checkpoint: Mutex::new(None),
             checkpoint_dirty: AtomicBool::new(false),
-            improvements,
+            payload: Mutex::new(payload),
+            events,
         }
     }
 
@@ -139,6 +201,17 @@ impl UnitContext {
         }
     }
 
+    /// The part of the unit this solve still covers (the leased payload, or what remained
+    /// after donations).
+    pub fn payload(&self) -> Vec<u8> {
+        self.payload.lock().expect("poisoned").clone()
+    }
+
+    /// Sends an event to the IO loop.
+    pub fn send(&self, event: UnitEvent) {
+        let _ = self.events.send(event);
+    }
+
     /// The latest checkpoint, new or not.
     pub fn last_checkpoint(&self) -> Option<Vec<u8>> {
         self.checkpoint.lock().expect("poisoned").clone()
@@ -156,11 +229,11 @@ impl SolveContext for UnitContext {
 
     fn improve(&self, found: Scored) {
         self.bound.offer(found.score);
-        let _ = self.improvements.send(FoundImprovement {
+        self.send(UnitEvent::Improved(FoundImprovement {
             lease_id: self.lease_id,
             campaign_id: self.campaign_id,
             found,
-        });
+        }));
     }
 
     fn progress(&self, nodes: u64, fraction: Option<f64>) {
@@ -179,6 +252,22 @@ impl SolveContext for UnitContext {
 
     fn split_requested(&self) -> bool {
         self.split.load(Ordering::Acquire)
+    }
+
+    fn donate(&self, units: Vec<UnitSpec>, remaining: Vec<u8>) -> bool {
+        if units.is_empty() || remaining.is_empty() || self.stopping() {
+            return false;
+        }
+        *self.payload.lock().expect("poisoned") = remaining.clone();
+        self.split.store(false, Ordering::Release);
+        let cursor = self.last_checkpoint().unwrap_or_default();
+        self.send(UnitEvent::Donated {
+            lease_id: self.lease_id,
+            units,
+            remaining,
+            cursor,
+        });
+        true
     }
 }
 
