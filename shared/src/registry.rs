@@ -22,6 +22,11 @@ pub trait ProblemDef: Problem + Sized {
     type Params: Args + Serialize + DeserializeOwned;
     /// Validates the parameters and builds the instance.
     fn from_params(params: Self::Params) -> Result<Self, ProblemError>;
+    /// The parameters to store, when construction completed them (for example with values
+    /// it computed); `None` stores them as given.
+    fn canonical(&self) -> Option<Self::Params> {
+        None
+    }
 }
 
 /// One registered problem, type-erased.
@@ -76,9 +81,14 @@ fn params_from_matches<P: ProblemDef>(matches: &ArgMatches) -> Result<Value, Pro
 fn build<P: ProblemDef>(params: &Value) -> Result<(Value, Arc<dyn Problem>), ProblemError> {
     let typed: P::Params = serde_json::from_value(params.clone())
         .map_err(|e| ProblemError::InvalidParams(format!("{}: {e}", P::NAME)))?;
-    let canonical =
+    let given =
         serde_json::to_value(&typed).map_err(|e| ProblemError::InvalidParams(e.to_string()))?;
     let problem = P::from_params(typed)?;
+    let canonical = match problem.canonical() {
+        Some(completed) => serde_json::to_value(&completed)
+            .map_err(|e| ProblemError::InvalidParams(e.to_string()))?,
+        None => given,
+    };
     Ok((canonical, Arc::new(problem)))
 }
 

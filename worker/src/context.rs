@@ -251,7 +251,7 @@ impl SolveContext for UnitContext {
     }
 
     fn split_requested(&self) -> bool {
-        self.split.load(Ordering::Acquire)
+        self.split.load(Ordering::Acquire) && !self.stopping()
     }
 
     fn donate(&self, units: Vec<UnitSpec>, remaining: Vec<u8>) -> bool {
