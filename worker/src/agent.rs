@@ -54,6 +54,9 @@ struct Agent {
     worker_id: i64,
     heartbeat_every: Duration,
     running: HashMap<i64, Running>,
+    /// Leases granted ahead of free threads, so a finishing unit's thread never waits on a
+    /// round trip to the coordinator.
+    queued: VecDeque<pb::LeaseGrant>,
     outbox: VecDeque<Outgoing>,
     problems: HashMap<i64, Arc<dyn Problem>>,
     bounds: Bounds,
@@ -89,6 +92,7 @@ pub async fn run(
         worker_id: 0,
         heartbeat_every: Duration::from_secs(2),
         running: HashMap::new(),
+        queued: VecDeque::new(),
         outbox: VecDeque::new(),
         problems: HashMap::new(),
         bounds: Bounds::default(),
@@ -134,8 +138,19 @@ impl Agent {
         wake.max(Instant::now() + Duration::from_millis(1))
     }
 
+    /// Leases this worker would take now: one per thread plus one queued per thread.
     fn free_slots(&self) -> usize {
-        self.config.threads.saturating_sub(self.running.len())
+        (2 * self.config.threads).saturating_sub(self.running.len() + self.queued.len())
+    }
+
+    /// Starts queued units on free threads.
+    fn start_queued(&mut self) {
+        while self.running.len() < self.config.threads {
+            match self.queued.pop_front() {
+                Some(grant) => self.start(grant),
+                None => break,
+            }
+        }
     }
 
     fn contact_failed(&mut self, what: &str, status: &tonic::Status) {
@@ -270,6 +285,12 @@ impl Agent {
                 cursor: r.ctx.take_new_checkpoint().unwrap_or_default(),
                 fraction: r.ctx.fraction().unwrap_or(-1.0),
             })
+            .chain(self.queued.iter().map(|g| pb::LeaseProgress {
+                lease_id: g.lease_id,
+                nodes: 0,
+                cursor: Vec::new(),
+                fraction: -1.0,
+            }))
             .collect();
         let request = pb::HeartbeatRequest {
             worker_id: self.worker_id,
@@ -279,6 +300,9 @@ impl Agent {
             Ok(reply) => {
                 self.contact_ok();
                 for status in reply.leases {
+                    if status.verdict == pb::LeaseVerdict::Cancel as i32 {
+                        self.queued.retain(|g| g.lease_id != status.lease_id);
+                    }
                     if let Some(unit) = self.running.get_mut(&status.lease_id) {
                         if status.verdict == pb::LeaseVerdict::Cancel as i32 {
                             tracing::info!(
@@ -322,8 +346,9 @@ impl Agent {
                     self.next_lease = Instant::now() + Duration::from_millis(wait);
                 }
                 for grant in reply.leases {
-                    self.start(grant);
+                    self.queued.push_back(grant);
                 }
+                self.start_queued();
             }
             Err(status) if is_transient(&status) => self.contact_failed("lease", &status),
             Err(status) => {
@@ -441,6 +466,11 @@ impl Agent {
     }
 
     fn on_event(&mut self, event: UnitEvent) {
+        self.handle_event(event);
+        self.start_queued();
+    }
+
+    fn handle_event(&mut self, event: UnitEvent) {
         match event {
             UnitEvent::Improved(found) => self.on_improvement(found),
             UnitEvent::Finished(done) => self.on_finished(done),
@@ -543,6 +573,15 @@ impl Agent {
         );
         for unit in self.running.values() {
             unit.ctx.request_stop();
+        }
+        for grant in std::mem::take(&mut self.queued) {
+            self.outbox.push_back(Outgoing::Release(pb::ReleaseRequest {
+                worker_id: self.worker_id,
+                lease_id: grant.lease_id,
+                cursor: grant.cursor,
+                nodes: 0,
+                cpu_seconds: 0.0,
+            }));
         }
         let stop_by = Instant::now() + STOP_GRACE;
         while !self.running.is_empty() {
