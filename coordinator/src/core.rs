@@ -84,12 +84,7 @@ impl Coordinator {
 
     /// Re-reads the running campaigns' bounds and tells watchers if they changed.
     async fn refresh_bounds(&self) {
-        match self
-            .inner
-            .store
-            .read(|conn| scheduler::running_bounds(conn))
-            .await
-        {
+        match self.inner.store.read(scheduler::running_bounds).await {
             Ok(bounds) => {
                 self.inner.bounds.send_if_modified(|current| {
                     let changed = *current != bounds;
@@ -163,14 +158,13 @@ impl Coordinator {
     /// Called once at start-up: gives active leases a full lease time (the coordinator may
     /// have been down), then expires what is overdue.
     pub async fn start(&self) -> Result<(), Error> {
-        self.write(|ctx| scheduler::grace_after_restart(ctx))
-            .await?;
+        self.write(scheduler::grace_after_restart).await?;
         Ok(())
     }
 
     /// Expires overdue leases; returns how many.
     pub async fn sweep(&self) -> Result<usize, Error> {
-        let expired = self.write(|ctx| scheduler::expire_leases(ctx)).await?;
+        let expired = self.write(scheduler::expire_leases).await?;
         if expired > 0 {
             self.changed();
         }

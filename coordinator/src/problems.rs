@@ -8,10 +8,12 @@ use std::sync::{Arc, Mutex};
 
 use crate::error::Error;
 
+type ByCampaign = HashMap<i64, Arc<dyn Problem>>;
+
 /// Cache of campaign id -> problem instance.
 #[derive(Default)]
 pub struct Problems {
-    cache: Mutex<HashMap<i64, Arc<dyn Problem>>>,
+    cache: Mutex<ByCampaign>,
 }
 
 impl Problems {
@@ -31,7 +33,7 @@ impl Problems {
         Ok(problem)
     }
 
-    fn lock(&self) -> Result<std::sync::MutexGuard<'_, HashMap<i64, Arc<dyn Problem>>>, Error> {
+    fn lock(&self) -> Result<std::sync::MutexGuard<'_, ByCampaign>, Error> {
         self.cache
             .lock()
             .map_err(|_| Error::Internal("problem cache poisoned".into()))

@@ -138,7 +138,7 @@ pub fn create_campaign(ctx: &Ctx, new: &NewCampaign) -> Result<i64, Error> {
     } else {
         new.name.to_string()
     };
-    let seed = splitmix64(ctx.now as u64 ^ 0x6772_696e_64) as i64;
+    let seed = splitmix64(ctx.now as u64 ^ 0x6772_696e_6400) as i64;
     ctx.conn
         .prepare_cached(
             "INSERT INTO campaigns (name, problem, params_json, objective, exhaustive,

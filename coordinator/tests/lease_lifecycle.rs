@@ -432,10 +432,7 @@ async fn malformed_and_lying_requests_are_rejected_and_change_nothing() {
         .await
         .unwrap()
         .into_inner();
-    assert_eq!(
-        (c.units.clone().unwrap().leased, c.value.as_str()),
-        (1, "0")
-    );
+    assert_eq!((c.units.unwrap().leased, c.value.as_str()), (1, "0"));
 
     // The liar completes with a wrong count: replication catches it.
     let first = client
@@ -467,7 +464,7 @@ async fn malformed_and_lying_requests_are_rejected_and_change_nothing() {
         .await
         .unwrap()
         .into_inner();
-    let units = c.units.clone().unwrap();
+    let units = c.units.unwrap();
     assert_eq!(
         (units.disputed, units.verifying, c.value.as_str()),
         (1, 1, "0")

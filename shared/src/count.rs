@@ -12,8 +12,7 @@ pub fn parse_count(text: &str) -> Result<BigUint, ProblemError> {
             "count {text:?} is not a non-negative decimal integer"
         )));
     }
-    BigUint::from_str(text)
-        .map_err(|e| ProblemError::InvalidResult(format!("count {text:?}: {e}")))
+    BigUint::from_str(text).map_err(|e| ProblemError::InvalidResult(format!("count {text:?}: {e}")))
 }
 
 /// Adds two decimal counts exactly.

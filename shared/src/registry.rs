@@ -29,6 +29,9 @@ pub trait ProblemDef: Problem + Sized {
     }
 }
 
+/// A problem built from JSON parameters: its canonical parameters and the instance.
+pub type Built = (Value, Arc<dyn Problem>);
+
 /// One registered problem, type-erased.
 pub struct ProblemEntry {
     /// See [`ProblemDef::NAME`].
@@ -39,7 +42,7 @@ pub struct ProblemEntry {
     pub solver_version: u32,
     args: fn(Command) -> Command,
     params_from_matches: fn(&ArgMatches) -> Result<Value, ProblemError>,
-    build: fn(&Value) -> Result<(Value, Arc<dyn Problem>), ProblemError>,
+    build: fn(&Value) -> Result<Built, ProblemError>,
 }
 
 impl ProblemEntry {
@@ -67,7 +70,7 @@ impl ProblemEntry {
 
     /// Validates JSON parameters and builds the instance; also returns the parameters in
     /// canonical form (every field present, in declaration order).
-    pub fn build(&self, params: &Value) -> Result<(Value, Arc<dyn Problem>), ProblemError> {
+    pub fn build(&self, params: &Value) -> Result<Built, ProblemError> {
         (self.build)(params)
     }
 }
@@ -78,7 +81,7 @@ fn params_from_matches<P: ProblemDef>(matches: &ArgMatches) -> Result<Value, Pro
     serde_json::to_value(params).map_err(|e| ProblemError::InvalidParams(e.to_string()))
 }
 
-fn build<P: ProblemDef>(params: &Value) -> Result<(Value, Arc<dyn Problem>), ProblemError> {
+fn build<P: ProblemDef>(params: &Value) -> Result<Built, ProblemError> {
     let typed: P::Params = serde_json::from_value(params.clone())
         .map_err(|e| ProblemError::InvalidParams(format!("{}: {e}", P::NAME)))?;
     let given =
@@ -97,6 +100,7 @@ pub fn registry() -> &'static [ProblemEntry] {
     static REGISTRY: &[ProblemEntry] = &[
         ProblemEntry::of::<problems::primes::Primes>(),
         ProblemEntry::of::<problems::nimsquare::NimSquare>(),
+        ProblemEntry::of::<problems::topswops::Topswops>(),
     ];
     REGISTRY
 }

@@ -24,7 +24,7 @@ pub fn provenance(p: &pb::Provenance) -> Value {
 
 /// One campaign's status as JSON.
 pub fn campaign(c: &pb::CampaignStatus) -> Value {
-    let units = c.units.clone().unwrap_or_default();
+    let units = c.units.unwrap_or_default();
     json!({
         "campaign": c.campaign_id,
         "name": c.name,
@@ -91,7 +91,7 @@ pub fn result(r: &pb::UnitResultRecord) -> Value {
 
 /// The `grind run --json` summary line.
 pub fn run_summary(c: &pb::CampaignStatus, wall_seconds: f64) -> Value {
-    let units = c.units.clone().unwrap_or_default();
+    let units = c.units.unwrap_or_default();
     json!({
         "problem": c.problem,
         "params": parse_json(&c.params_json),
@@ -110,7 +110,7 @@ pub fn run_summary(c: &pb::CampaignStatus, wall_seconds: f64) -> Value {
 
 /// The `grind run` result for people.
 pub fn run_human(c: &pb::CampaignStatus, wall_seconds: f64) -> String {
-    let units = c.units.clone().unwrap_or_default();
+    let units = c.units.unwrap_or_default();
     let value = if c.value.is_empty() {
         "(none)"
     } else {
@@ -136,7 +136,7 @@ pub fn run_human(c: &pb::CampaignStatus, wall_seconds: f64) -> String {
 
 /// A one-line summary of a campaign for tables.
 pub fn campaign_row(c: &pb::CampaignStatus) -> String {
-    let units = c.units.clone().unwrap_or_default();
+    let units = c.units.unwrap_or_default();
     format!(
         "{:>5}  {:<10} {:<9} {:>22}{} units {}/{}/{}/{} (pending/leased/done/failed)  {}",
         c.campaign_id,

@@ -172,7 +172,7 @@ async fn find_resumable(
         .into_iter()
         .filter(|c| c.problem == problem && c.params_json == params_json && c.state != "cancelled")
         .map(|c| (c.campaign_id, c.state))
-        .last();
+        .next_back();
     if let Some((id, state)) = &found {
         if state == "paused" {
             coordinator

@@ -267,7 +267,12 @@ pub async fn wait_finished(
 /// Primes in [lo, hi) by trial division: an independent reference for the calibration problem.
 pub fn primes_between(lo: u64, hi: u64) -> u64 {
     (lo..hi)
-        .filter(|&n| n >= 2 && (2..).take_while(|d| d * d <= n).all(|d| n % d != 0))
+        .filter(|&n| {
+            n >= 2
+                && (2..)
+                    .take_while(|d| d * d <= n)
+                    .all(|d| !n.is_multiple_of(d))
+        })
         .count() as u64
 }
 
@@ -283,7 +288,7 @@ pub fn primes_unit(payload: &[u8]) -> (u64, u64) {
 pub fn assert_counted_once(reply: &pb::StatusReply, expected_total: u64) {
     let campaign = &reply.campaigns[0];
     assert_eq!(campaign.value, expected_total.to_string(), "campaign total");
-    let units = campaign.units.clone().unwrap();
+    let units = campaign.units.unwrap();
     let mut accepted: std::collections::BTreeMap<i64, Vec<String>> = Default::default();
     for r in reply.results.iter().filter(|r| r.state == "accepted") {
         accepted.entry(r.unit_id).or_default().push(r.value.clone());

@@ -2,3 +2,4 @@
 
 pub mod nimsquare;
 pub mod primes;
+pub mod topswops;

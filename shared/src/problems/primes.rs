@@ -67,7 +67,9 @@ impl ProblemDef for Primes {
             )));
         }
         if params.unit == 0 {
-            return Err(ProblemError::InvalidParams("--unit must be at least 1".into()));
+            return Err(ProblemError::InvalidParams(
+                "--unit must be at least 1".into(),
+            ));
         }
         if params.min_unit_ms > 3_600_000 {
             return Err(ProblemError::InvalidParams(
@@ -233,7 +235,10 @@ mod tests {
     }
 
     fn is_prime(n: u64) -> bool {
-        n >= 2 && (2..).take_while(|d| d * d <= n).all(|d| n % d != 0)
+        n >= 2
+            && (2..)
+                .take_while(|d| d * d <= n)
+                .all(|d| !n.is_multiple_of(d))
     }
 
     fn solve_all(p: &Primes) -> u64 {
@@ -282,7 +287,10 @@ mod tests {
         let p = problem(0, 1_000_000, 1_000_000);
         let unit = p.split(None, 1).unwrap().units.remove(0);
         let first = LocalContext::stopping_after(3);
-        assert_eq!(p.solve(&unit.payload, &first).unwrap(), UnitOutcome::Stopped);
+        assert_eq!(
+            p.solve(&unit.payload, &first).unwrap(),
+            UnitOutcome::Stopped
+        );
         let cursor = first.checkpoints().last().cloned().unwrap();
         let resumed = LocalContext::resuming(cursor);
         assert_eq!(

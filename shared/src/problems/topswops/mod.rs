@@ -1,0 +1,519 @@
+//! `topswops`: Conway's card-flipping game, exact. A deck holds cards 1..n; while the top card
+//! is k > 1, reverse the top k cards. f(n) is the most flips any deck of n cards takes.
+//!
+//! Discovery mode (`--n N`) looks for decks beating f(n-1) (f(n) >= f(n-1) + 1), raising the
+//! shared bound as it finds them; proof mode (`--n N --target T`) collects every deck with at
+//! least T flips. Units are subtrees of the forward search, named by a prefix of branch
+//! choices (and, after a donation, an exclusive upper limit); the splitter enumerates prefixes
+//! lazily, and long units donate their untried subtrees when workers go idle.
+
+pub mod search;
+
+use clap::Args;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use std::sync::Mutex;
+
+use crate::problem::{
+    Objective, Problem, ProblemError, Scored, SolveContext, SplitBatch, UnitOutcome, UnitSpec,
+};
+use crate::registry::ProblemDef;
+use search::{count_flips, Mode, Observer, SearchEnd, Searcher};
+
+/// Largest n whose f(1..n-1) the problem computes itself when `--known` is absent.
+pub const AUTO_KNOWN_MAX_N: u32 = 14;
+
+/// Parameters of exact Topswops.
+#[derive(Args, Serialize, Deserialize, Clone, Debug)]
+pub struct TopswopsParams {
+    /// Number of cards.
+    #[arg(long)]
+    pub n: u32,
+    /// Proof mode: collect every deck with at least this many flips.
+    #[arg(long)]
+    #[serde(default)]
+    pub target: Option<u32>,
+    /// Proven f(1), ..., f(n-1), comma separated (e.g. from earlier grind campaigns); used as
+    /// pruning bounds. Computed here when absent and n <= 14.
+    #[arg(long, value_delimiter = ',')]
+    #[serde(default)]
+    pub known: Option<Vec<u32>>,
+    /// Branch-path depth of the root split into units (default: chosen from n).
+    #[arg(long)]
+    #[serde(default)]
+    pub split_depth: Option<u32>,
+}
+
+/// An exact Topswops instance.
+pub struct Topswops {
+    params: TopswopsParams,
+    /// f(m) for m < n, index m (index 0 unused).
+    tail_bounds: Vec<u32>,
+}
+
+impl ProblemDef for Topswops {
+    const NAME: &'static str = "topswops";
+    const ABOUT: &'static str =
+        "exact maximum flips f(n) of Conway's Topswops, or every deck reaching --target";
+    const SOLVER_VERSION: u32 = 1;
+    type Params = TopswopsParams;
+
+    fn from_params(mut params: TopswopsParams) -> Result<Self, ProblemError> {
+        let n = params.n;
+        if n == 0 || n as usize > search::MAX_N {
+            return Err(ProblemError::InvalidParams(format!(
+                "--n {n} is out of range: 1..={}",
+                search::MAX_N
+            )));
+        }
+        let known = match params.known.take() {
+            Some(known) => {
+                validate_known(n, &known)?;
+                known
+            }
+            None if n <= AUTO_KNOWN_MAX_N => maxima_below(n)?,
+            None => {
+                return Err(ProblemError::InvalidParams(format!(
+                    "--n {n} needs --known f(1),...,f({}) (prove them first, e.g. with \
+                     `grind run topswops --n {}`); they are computed automatically only up \
+                     to n = {AUTO_KNOWN_MAX_N}",
+                    n - 1,
+                    n - 1
+                )))
+            }
+        };
+        if let Some(depth) = params.split_depth {
+            if depth > 8 {
+                return Err(ProblemError::InvalidParams(format!(
+                    "--split-depth {depth} is too deep (at most 8)"
+                )));
+            }
+        }
+        let mut tail_bounds = vec![0];
+        tail_bounds.extend_from_slice(&known);
+        params.known = Some(known);
+        Ok(Topswops {
+            params,
+            tail_bounds,
+        })
+    }
+
+    fn canonical(&self) -> Option<TopswopsParams> {
+        Some(self.params.clone())
+    }
+}
+
+fn validate_known(n: u32, known: &[u32]) -> Result<(), ProblemError> {
+    if known.len() != n as usize - 1 {
+        return Err(ProblemError::InvalidParams(format!(
+            "--known must list f(1)..f({}) ({} values), got {}",
+            n - 1,
+            n - 1,
+            known.len()
+        )));
+    }
+    if known.first().is_some_and(|&f1| f1 != 0) {
+        return Err(ProblemError::InvalidParams("--known: f(1) is 0".into()));
+    }
+    if known.windows(2).any(|w| w[1] <= w[0]) {
+        return Err(ProblemError::InvalidParams(
+            "--known must increase strictly (f(m+1) >= f(m) + 1)".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Computes f(1), ..., f(n-1) with the exact search itself, each proven in turn.
+pub fn maxima_below(n: u32) -> Result<Vec<u32>, ProblemError> {
+    let mut known: Vec<u32> = Vec::new();
+    for m in 1..n {
+        let mut tails = vec![0];
+        tails.extend_from_slice(&known);
+        let mut searcher = Searcher::new(m as usize, tails).map_err(ProblemError::Solver)?;
+        let start = known.last().copied().unwrap_or(0);
+        let best = BestSoFar::new(if m == 1 { None } else { Some(start) });
+        searcher
+            .search(&[], None, None, Mode::Discover, &best)
+            .map_err(ProblemError::Solver)?;
+        let found = best.best().unwrap_or(0);
+        known.push(found);
+    }
+    Ok(known)
+}
+
+/// An observer that only keeps the best flip count (for computing f(m) locally).
+struct BestSoFar {
+    best: Mutex<Option<u32>>,
+}
+
+impl BestSoFar {
+    fn new(start: Option<u32>) -> Self {
+        BestSoFar {
+            best: Mutex::new(start),
+        }
+    }
+    fn best(&self) -> Option<u32> {
+        *self.best.lock().expect("poisoned")
+    }
+}
+
+impl Observer for BestSoFar {
+    fn bound(&self) -> Option<u32> {
+        self.best()
+    }
+    fn found(&self, _deck: &[u8], flips: u32) {
+        let mut best = self.best.lock().expect("poisoned");
+        if best.is_none_or(|b| flips > b) {
+            *best = Some(flips);
+        }
+    }
+    fn progress(&self, _nodes: u64) {}
+    fn checkpoint(&self, _path: &[u8]) {}
+    fn should_stop(&self) -> bool {
+        false
+    }
+    fn should_split(&self) -> bool {
+        false
+    }
+    fn donate(&self, _prefixes: Vec<Vec<u8>>, _new_limit: Vec<u8>) {}
+}
+
+/// A unit: the subtree under `prefix`, up to (excluding) `limit` in DFS order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TopswopsUnit {
+    /// Branch choices leading to the subtree.
+    pub prefix: Vec<u8>,
+    /// Exclusive upper limit (set after a donation).
+    pub limit: Option<Vec<u8>>,
+}
+
+impl TopswopsUnit {
+    /// Encodes as `[len(prefix), prefix.., has_limit, limit..]`.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = vec![self.prefix.len() as u8];
+        out.extend_from_slice(&self.prefix);
+        match &self.limit {
+            Some(limit) => {
+                out.push(1);
+                out.extend_from_slice(limit);
+            }
+            None => out.push(0),
+        }
+        out
+    }
+
+    /// Decodes [`TopswopsUnit::encode`], checking every value is a card of an n-card deck.
+    pub fn decode(bytes: &[u8], n: u32) -> Result<TopswopsUnit, ProblemError> {
+        let bad = |why: &str| ProblemError::InvalidUnit(format!("topswops unit: {why}"));
+        let (&len, rest) = bytes.split_first().ok_or_else(|| bad("empty payload"))?;
+        let len = len as usize;
+        if rest.len() < len + 1 {
+            return Err(bad("payload shorter than its prefix"));
+        }
+        let prefix = rest[..len].to_vec();
+        let limit = match rest[len] {
+            0 if rest.len() == len + 1 => None,
+            1 => Some(rest[len + 1..].to_vec()),
+            _ => return Err(bad("malformed limit")),
+        };
+        let in_range = |v: &u8| *v >= 1 && u32::from(*v) <= n;
+        if !prefix.iter().all(in_range) || !limit.iter().flatten().all(in_range) {
+            return Err(bad("branch value outside 1..=n"));
+        }
+        Ok(TopswopsUnit { prefix, limit })
+    }
+
+    fn label(&self) -> String {
+        let path = |p: &[u8]| {
+            p.iter()
+                .map(|v| v.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        match &self.limit {
+            Some(limit) => format!("[{}] < [{}]", path(&self.prefix), path(limit)),
+            None => format!("[{}]", path(&self.prefix)),
+        }
+    }
+}
+
+impl Topswops {
+    fn n(&self) -> u32 {
+        self.params.n
+    }
+
+    fn split_depth(&self) -> usize {
+        match self.params.split_depth {
+            Some(depth) => depth as usize,
+            None => match self.n() {
+                0..=6 => 0,
+                7..=10 => 1,
+                11..=15 => 2,
+                _ => 3,
+            },
+        }
+    }
+
+    fn searcher(&self) -> Result<Searcher, ProblemError> {
+        Searcher::new(self.n() as usize, self.tail_bounds.clone()).map_err(ProblemError::Solver)
+    }
+
+    fn deck_of(&self, solution: &Value) -> Result<Vec<u8>, ProblemError> {
+        let bad = |why: String| ProblemError::InvalidSolution(why);
+        let deck = solution
+            .get("deck")
+            .and_then(Value::as_array)
+            .ok_or_else(|| bad("expected {\"deck\": [cards, top first], \"flips\": f}".into()))?;
+        if deck.len() != self.n() as usize {
+            return Err(bad(format!(
+                "deck has {} cards, the campaign has n = {}",
+                deck.len(),
+                self.n()
+            )));
+        }
+        deck.iter()
+            .map(|card| {
+                card.as_u64()
+                    .filter(|&c| c >= 1 && c <= u64::from(self.n()))
+                    .map(|c| c as u8)
+                    .ok_or_else(|| bad(format!("card {card} is not in 1..={}", self.n())))
+            })
+            .collect()
+    }
+}
+
+/// Renders a deck and its flip count as the solution document.
+pub fn solution(deck: &[u8], flips: u32) -> Value {
+    json!({"deck": deck, "flips": flips})
+}
+
+impl Problem for Topswops {
+    fn objective(&self) -> Objective {
+        Objective::Max
+    }
+
+    fn initial_bound(&self) -> Option<i64> {
+        // f(n) >= f(n-1) + 1: only decks beating f(n-1) are interesting. In proof mode the
+        // target plays that role (decks reaching T beat T - 1).
+        match self.params.target {
+            Some(target) => Some(i64::from(target) - 1),
+            None if self.n() >= 2 => Some(i64::from(self.tail_bounds[self.n() as usize - 1])),
+            None => None,
+        }
+    }
+
+    fn split(&self, cursor: Option<&[u8]>, max_units: usize) -> Result<SplitBatch, ProblemError> {
+        let searcher = self.searcher()?;
+        let after = match cursor {
+            Some(bytes) => Some(TopswopsUnit::decode(bytes, self.n())?.prefix),
+            None => None,
+        };
+        let (prefixes, done) =
+            searcher.prefixes_after(self.split_depth(), after.as_deref(), max_units);
+        let units: Vec<UnitSpec> = prefixes
+            .iter()
+            .map(|prefix| {
+                let unit = TopswopsUnit {
+                    prefix: prefix.clone(),
+                    limit: None,
+                };
+                UnitSpec {
+                    label: unit.label(),
+                    payload: unit.encode(),
+                }
+            })
+            .collect();
+        let next = match (done, prefixes.last()) {
+            (true, _) | (false, None) => None,
+            (false, Some(last)) => Some(
+                TopswopsUnit {
+                    prefix: last.clone(),
+                    limit: None,
+                }
+                .encode(),
+            ),
+        };
+        Ok(SplitBatch { units, next })
+    }
+
+    fn solve(&self, payload: &[u8], ctx: &dyn SolveContext) -> Result<UnitOutcome, ProblemError> {
+        let unit = TopswopsUnit::decode(payload, self.n())?;
+        let resume = match ctx.resume_cursor() {
+            Some(bytes) => Some(TopswopsUnit::decode(bytes, self.n())?.prefix),
+            None => None,
+        };
+        let mode = match self.params.target {
+            Some(target) => Mode::Prove(target),
+            None => Mode::Discover,
+        };
+        let observer = UnitObserver {
+            ctx,
+            unit: Mutex::new(unit.clone()),
+            proving: self.params.target.is_some(),
+            refused: std::sync::atomic::AtomicBool::new(false),
+            best: Mutex::new(None),
+            hits: Mutex::new(Vec::new()),
+        };
+        let mut searcher = self.searcher()?;
+        // A deck with card k >= 2 at position k is beaten by reversing its top k cards, so
+        // no such deck is optimal: proof runs skip them (the hit list is then complete
+        // whenever no deck beats the target, i.e. when the campaign's value is the target).
+        searcher.set_skip_fixed_points(true);
+        let end = searcher
+            .search(
+                &unit.prefix,
+                resume.as_deref(),
+                unit.limit.as_deref(),
+                mode,
+                &observer,
+            )
+            .map_err(ProblemError::Solver)?;
+        // A refused donation left subtrees unsearched here: hand the unit back from its last
+        // checkpoint (which precedes them) instead of claiming it whole.
+        if end == SearchEnd::Stopped || observer.refused.load(std::sync::atomic::Ordering::Acquire)
+        {
+            return Ok(UnitOutcome::Stopped);
+        }
+        let best = observer.best.into_inner().expect("poisoned");
+        let hits = observer.hits.into_inner().expect("poisoned");
+        Ok(UnitOutcome::Searched {
+            best: best.map(|(deck, flips)| Scored {
+                solution: solution(&deck, flips),
+                score: i64::from(flips),
+            }),
+            hits,
+        })
+    }
+
+    fn score(&self, solution: &Value) -> Result<i64, ProblemError> {
+        let deck = self.deck_of(solution)?;
+        let flips = count_flips(&deck).map_err(ProblemError::InvalidSolution)?;
+        if let Some(claimed) = solution.get("flips") {
+            if claimed.as_u64() != Some(flips) {
+                return Err(ProblemError::InvalidSolution(format!(
+                    "the deck takes {flips} flips, not {claimed}"
+                )));
+            }
+        }
+        Ok(flips as i64)
+    }
+
+    fn verify_sample(&self, sample: &Value) -> Result<(), ProblemError> {
+        let target = self.params.target.ok_or_else(|| {
+            ProblemError::InvalidResult("hits are only reported in proof mode (--target)".into())
+        })?;
+        let flips = self.score(sample)?;
+        if flips < i64::from(target) {
+            return Err(ProblemError::InvalidSolution(format!(
+                "a hit must reach the target {target}; this deck takes {flips} flips"
+            )));
+        }
+        Ok(())
+    }
+
+    fn render(&self, value: &str, solution: Option<&Value>) -> String {
+        match solution.and_then(|s| self.deck_of(s).ok()) {
+            Some(deck) => {
+                format!(
+                    "{}\n",
+                    deck.iter()
+                        .map(|c| c.to_string())
+                        .collect::<Vec<_>>()
+                        .join(",")
+                ) + &format!("# {value} flips\n")
+            }
+            None => format!("# no deck found (value {value:?})\n"),
+        }
+    }
+}
+
+/// Connects the search to the worker: bound, improvements, checkpoints, stop and donation.
+struct UnitObserver<'a> {
+    ctx: &'a dyn SolveContext,
+    unit: Mutex<TopswopsUnit>,
+    proving: bool,
+    refused: std::sync::atomic::AtomicBool,
+    best: Mutex<Option<(Vec<u8>, u32)>>,
+    hits: Mutex<Vec<Value>>,
+}
+
+impl Observer for UnitObserver<'_> {
+    fn bound(&self) -> Option<u32> {
+        self.ctx
+            .bound()
+            .map(|b| b.clamp(i64::from(i32::MIN), i64::from(u32::MAX)).max(0) as u32)
+    }
+
+    fn found(&self, deck: &[u8], flips: u32) {
+        {
+            let mut best = self.best.lock().expect("poisoned");
+            if best.as_ref().is_none_or(|(_, b)| flips > *b) {
+                *best = Some((deck.to_vec(), flips));
+            } else if !self.proving {
+                return;
+            }
+        }
+        if self.proving {
+            self.hits
+                .lock()
+                .expect("poisoned")
+                .push(solution(deck, flips));
+        }
+        if self.ctx.bound().is_none_or(|b| i64::from(flips) > b) {
+            self.ctx.improve(Scored {
+                solution: solution(deck, flips),
+                score: i64::from(flips),
+            });
+        }
+    }
+
+    fn progress(&self, nodes: u64) {
+        self.ctx.progress(nodes, None);
+    }
+
+    fn checkpoint(&self, path: &[u8]) {
+        let unit = self.unit.lock().expect("poisoned");
+        self.ctx.checkpoint(
+            TopswopsUnit {
+                prefix: path.to_vec(),
+                limit: unit.limit.clone(),
+            }
+            .encode(),
+        );
+    }
+
+    fn should_stop(&self) -> bool {
+        self.ctx.stop_requested()
+    }
+
+    fn should_split(&self) -> bool {
+        self.ctx.split_requested()
+    }
+
+    fn donate(&self, prefixes: Vec<Vec<u8>>, new_limit: Vec<u8>) {
+        let mut unit = self.unit.lock().expect("poisoned");
+        let units = prefixes
+            .into_iter()
+            .map(|prefix| {
+                let donated = TopswopsUnit {
+                    prefix,
+                    limit: None,
+                };
+                UnitSpec {
+                    label: donated.label(),
+                    payload: donated.encode(),
+                }
+            })
+            .collect();
+        let kept = TopswopsUnit {
+            prefix: unit.prefix.clone(),
+            limit: Some(new_limit),
+        };
+        if self.ctx.donate(units, kept.encode()) {
+            *unit = kept;
+        } else {
+            self.refused
+                .store(true, std::sync::atomic::Ordering::Release);
+        }
+    }
+}
