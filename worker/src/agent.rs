@@ -41,11 +41,16 @@ enum Outgoing {
 
 /// Tracks whether a unit ran alone on this worker for its whole life (then the process CPU
 /// clock measures it exactly; otherwise its solving thread's clock is used).
-#[derive(Default)]
+/// Process-wide, because several workers may share one process (`grind run --workers N`).
 struct CpuAccounting {
     active: AtomicUsize,
     starts: AtomicUsize,
 }
+
+static ACCOUNTING: CpuAccounting = CpuAccounting {
+    active: AtomicUsize::new(0),
+    starts: AtomicUsize::new(0),
+};
 
 struct Agent {
     config: WorkerConfig,
@@ -62,7 +67,6 @@ struct Agent {
     bounds: Bounds,
     events_tx: mpsc::UnboundedSender<UnitEvent>,
     bound_watch: Option<tokio::task::JoinHandle<()>>,
-    accounting: Arc<CpuAccounting>,
     summary: WorkerSummary,
     backoff: Duration,
     next_contact: Instant,
@@ -98,7 +102,6 @@ pub async fn run(
         bounds: Bounds::default(),
         events_tx,
         bound_watch: None,
-        accounting: Arc::new(CpuAccounting::default()),
         summary: WorkerSummary::default(),
         backoff: MIN_BACKOFF,
         next_contact: now,
@@ -420,7 +423,7 @@ impl Agent {
         ));
         let payload = grant.unit_payload.clone();
         let unit_ctx = ctx.clone();
-        let accounting = self.accounting.clone();
+        let accounting = &ACCOUNTING;
         self.pool.spawn(move || {
             accounting.active.fetch_add(1, Ordering::AcqRel);
             let starts_before = accounting.starts.fetch_add(1, Ordering::AcqRel) + 1;
