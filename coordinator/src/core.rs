@@ -451,7 +451,11 @@ impl Coordinator {
             })
             .await?;
         let submission = if status.objective == "sample" {
-            samples.join("\n") + "\n"
+            let values: Vec<serde_json::Value> = samples
+                .iter()
+                .filter_map(|s| serde_json::from_str(s).ok())
+                .collect();
+            problem.render_samples(&values)
         } else {
             let solution = serde_json::from_str(&status.solution_json).ok();
             problem.render(&status.value, solution.as_ref())

@@ -212,6 +212,11 @@ pub trait Problem: Send + Sync + 'static {
         ))
     }
 
+    /// Renders a sample campaign's samples for export (default: one JSON document a line).
+    fn render_samples(&self, samples: &[Value]) -> String {
+        samples.iter().map(|s| format!("{s}\n")).collect()
+    }
+
     /// Renders a result for people and contest submissions: the best solution (optimisation),
     /// the total (count), or nothing special. The default is the JSON text or the value.
     fn render(&self, value: &str, solution: Option<&Value>) -> String {

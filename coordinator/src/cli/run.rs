@@ -46,6 +46,10 @@ pub struct RunOptions {
     /// Fraction of count units re-run for verification.
     #[arg(long, default_value_t = 0.05)]
     pub verify_rate: f64,
+    /// Also write the result in its export format (submission, table, samples) to this file,
+    /// and its provenance record to FILE.provenance.json.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
 }
 
 /// Runs one problem locally and prints the verified result.
@@ -129,6 +133,17 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
     }
 
     let status = wait_until_finished(&coordinator, campaign_id).await?;
+    if let Some(path) = &opts.out {
+        let export = coordinator
+            .export(campaign_id)
+            .await
+            .map_err(anyhow::Error::from)?;
+        std::fs::write(path, &export.submission)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        let provenance = format!("{}.provenance.json", path.display());
+        std::fs::write(&provenance, &export.provenance_json)
+            .with_context(|| format!("cannot write {provenance}"))?;
+    }
     let _ = stop_workers.send(true);
     for worker in workers {
         let _ = worker.await;

@@ -67,7 +67,17 @@ pub struct NimSquareParams {
     /// Largest heap size N.
     #[arg(long)]
     pub n: u64,
+    /// Every answer for 1..=N in one pass (a table, exported as "n answer" lines) instead of
+    /// the count for N alone.
+    #[arg(long)]
+    #[serde(default)]
+    pub table: bool,
 }
+
+/// Largest N accepted with `--table` (the table travels to the coordinator as samples).
+pub const MAX_TABLE_N: u64 = 2_000_000;
+/// Answers per table sample.
+pub const TABLE_CHUNK: usize = 10_000;
 
 /// A Nim Square instance.
 pub struct NimSquare {
@@ -88,13 +98,51 @@ impl ProblemDef for NimSquare {
                 params.n
             )));
         }
+        if params.table && (params.n > MAX_TABLE_N || params.n == 0) {
+            return Err(ProblemError::InvalidParams(format!(
+                "--n {} with --table must be between 1 and {MAX_TABLE_N}",
+                params.n
+            )));
+        }
         Ok(NimSquare { params })
     }
 }
 
 impl Problem for NimSquare {
     fn objective(&self) -> Objective {
-        Objective::Count
+        if self.params.table {
+            Objective::Sample
+        } else {
+            Objective::Count
+        }
+    }
+
+    fn verify_sample(&self, sample: &serde_json::Value) -> Result<(), ProblemError> {
+        let chunk = TableChunk::parse(sample, self.params.n)?;
+        // Spot check: the first answer of the chunk, recounted independently, when cheap.
+        if chunk.from <= 5_000 {
+            let grundy = grundy_values(chunk.from as usize)?;
+            let expected = count_losing(&grundy)?;
+            if chunk.answers[0] != expected {
+                return Err(ProblemError::InvalidSolution(format!(
+                    "table entry for n = {} is {}, not {expected}",
+                    chunk.from, chunk.answers[0]
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    fn render_samples(&self, samples: &[serde_json::Value]) -> String {
+        let mut out = String::new();
+        for sample in samples {
+            if let Ok(chunk) = TableChunk::parse(sample, self.params.n) {
+                for (offset, answer) in chunk.answers.iter().enumerate() {
+                    out += &format!("{} {answer}\n", chunk.from + offset as u64);
+                }
+            }
+        }
+        out
     }
 
     fn split(&self, cursor: Option<&[u8]>, _max_units: usize) -> Result<SplitBatch, ProblemError> {
@@ -129,10 +177,85 @@ impl Problem for NimSquare {
             !ctx.stop_requested()
         })?;
         match grundy {
+            Some(grundy) if self.params.table => {
+                Ok(UnitOutcome::Samples(table_samples(&answer_table(&grundy)?)))
+            }
             Some(grundy) => Ok(UnitOutcome::Count(BigUint::from(count_losing(&grundy)?))),
             None => Ok(UnitOutcome::Stopped),
         }
     }
+}
+
+/// The answer for every n in 1..=N in one pass over a Grundy table of heaps 0..=N: each
+/// multiset a <= b <= c is counted when its largest heap c is added, from a running count of
+/// pairs a <= b <= c by the XOR of their Grundy values.
+pub fn answer_table(grundy: &[u16]) -> Result<Vec<u128>, ProblemError> {
+    let width = (grundy.iter().copied().max().unwrap_or(0) as usize + 1).next_power_of_two();
+    let mut heaps_by_value = vec![0u64; width];
+    let mut pairs_by_xor = vec![0u64; width];
+    let mut total: u128 = 0;
+    let mut answers = Vec::with_capacity(grundy.len().saturating_sub(1));
+    for (c, &gc) in grundy.iter().enumerate() {
+        let gc = gc as usize;
+        heaps_by_value[gc] += 1;
+        for (value, &count) in heaps_by_value.iter().enumerate() {
+            pairs_by_xor[value ^ gc] += count;
+        }
+        total += u128::from(pairs_by_xor[gc]);
+        if c > 0 {
+            answers.push(total);
+        }
+    }
+    Ok(answers)
+}
+
+/// A slice of the answer table as it travels: answers for n = from, from + 1, ...
+struct TableChunk {
+    from: u64,
+    answers: Vec<u128>,
+}
+
+impl TableChunk {
+    fn parse(sample: &serde_json::Value, n: u64) -> Result<TableChunk, ProblemError> {
+        let bad = |why: &str| ProblemError::InvalidResult(format!("table chunk: {why}"));
+        let from = sample
+            .get("from")
+            .and_then(serde_json::Value::as_u64)
+            .ok_or_else(|| bad("missing \"from\""))?;
+        let answers = sample
+            .get("answers")
+            .and_then(serde_json::Value::as_array)
+            .ok_or_else(|| bad("missing \"answers\""))?;
+        if answers.is_empty() || answers.len() > TABLE_CHUNK {
+            return Err(bad("wrong number of answers"));
+        }
+        if from == 0 || (from - 1) % TABLE_CHUNK as u64 != 0 || from + answers.len() as u64 - 1 > n
+        {
+            return Err(bad("chunk outside 1..=N or misaligned"));
+        }
+        let answers: Vec<u128> = answers
+            .iter()
+            .map(|a| a.as_str().and_then(|t| t.parse::<u128>().ok()))
+            .collect::<Option<_>>()
+            .ok_or_else(|| bad("answers must be decimal strings"))?;
+        if answers.windows(2).any(|w| w[1] < w[0]) {
+            return Err(bad("answers must not decrease"));
+        }
+        Ok(TableChunk { from, answers })
+    }
+}
+
+fn table_samples(answers: &[u128]) -> Vec<serde_json::Value> {
+    answers
+        .chunks(TABLE_CHUNK)
+        .enumerate()
+        .map(|(index, chunk)| {
+            serde_json::json!({
+                "from": 1 + index * TABLE_CHUNK,
+                "answers": chunk.iter().map(|a| a.to_string()).collect::<Vec<_>>(),
+            })
+        })
+        .collect()
 }
 
 /// Grundy values of single heaps 0..=n (moves remove a positive square), computed in
@@ -645,8 +768,60 @@ mod tests {
     }
 
     #[test]
+    fn the_table_agrees_with_the_direct_count_at_every_n() {
+        let grundy = grundy_values(400).unwrap();
+        let table = answer_table(&grundy).unwrap();
+        assert_eq!(table.len(), 400);
+        assert_eq!(table[28], 1160, "Project Euler 310: N = 29 gives 1160");
+        for n in 1..=400 {
+            assert_eq!(
+                table[n - 1],
+                count_losing(&grundy[..=n]).unwrap(),
+                "n = {n}"
+            );
+        }
+    }
+
+    #[test]
+    fn table_units_produce_verified_chunks() {
+        let problem = NimSquare::from_params(NimSquareParams {
+            n: 12_345,
+            table: true,
+        })
+        .unwrap();
+        assert_eq!(problem.objective(), Objective::Sample);
+        let unit = problem.split(None, 1).unwrap().units.remove(0);
+        let samples = match problem
+            .solve(&unit.payload, &LocalContext::default())
+            .unwrap()
+        {
+            UnitOutcome::Samples(samples) => samples,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(samples.len(), 2);
+        for sample in &samples {
+            problem.verify_sample(sample).unwrap();
+        }
+        let rendered = problem.render_samples(&samples);
+        assert_eq!(rendered.lines().count(), 12_345);
+        assert!(rendered.lines().nth(28).unwrap() == "29 1160");
+        let mut forged = samples[0].clone();
+        forged["answers"][0] = serde_json::json!("7");
+        assert!(problem.verify_sample(&forged).is_err());
+        assert!(NimSquare::from_params(NimSquareParams {
+            n: MAX_TABLE_N + 1,
+            table: true
+        })
+        .is_err());
+    }
+
+    #[test]
     fn solves_a_unit_and_refuses_bad_input() {
-        let problem = NimSquare::from_params(NimSquareParams { n: 29 }).unwrap();
+        let problem = NimSquare::from_params(NimSquareParams {
+            n: 29,
+            table: false,
+        })
+        .unwrap();
         let batch = problem.split(None, 10).unwrap();
         assert_eq!(batch.units.len(), 1);
         let ctx = LocalContext::default();
@@ -656,7 +831,11 @@ mod tests {
         );
         assert!(problem.solve(&[1, 2, 3], &ctx).is_err());
         assert!(problem.solve(&codec::encode_u64s(&[30]), &ctx).is_err());
-        assert!(NimSquare::from_params(NimSquareParams { n: MAX_N + 1 }).is_err());
+        assert!(NimSquare::from_params(NimSquareParams {
+            n: MAX_N + 1,
+            table: false
+        })
+        .is_err());
     }
 
     #[test]
@@ -676,7 +855,11 @@ mod tests {
                 true
             }
         }
-        let problem = NimSquare::from_params(NimSquareParams { n: 100_000 }).unwrap();
+        let problem = NimSquare::from_params(NimSquareParams {
+            n: 100_000,
+            table: false,
+        })
+        .unwrap();
         let payload = codec::encode_u64s(&[100_000]);
         assert_eq!(
             problem.solve(&payload, &StopNow).unwrap(),
