@@ -1,10 +1,17 @@
 //! `grind`: the coordinator and its admin command line.
 
 use clap::Parser;
-use grind_coordinator::cli::{dispatch, Cli};
+use grind_coordinator::cli::{clap_error, dispatch, Cli};
 
 fn main() {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let e = clap_error(e);
+            eprintln!("grind: {e}");
+            std::process::exit(e.exit_code());
+        }
+    };
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()

@@ -90,7 +90,11 @@ fn bad_flags_and_values_exit_with_code_2_and_one_clear_line() {
         let out = grind(&args);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
-        assert!(!stderr.trim().is_empty(), "{args:?} printed no error");
+        assert_eq!(
+            stderr.trim().lines().count(),
+            1,
+            "{args:?}: one line, got {stderr}"
+        );
         assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
     }
 }

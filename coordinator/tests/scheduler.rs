@@ -321,3 +321,31 @@ async fn a_donation_turns_part_of_a_unit_into_new_units() {
         ("done", "25")
     );
 }
+
+#[tokio::test]
+async fn an_idle_worker_makes_running_units_ask_for_donations() {
+    let rig = rig(3);
+    rig.campaign(serde_json::json!({"to": 100, "unit": 100}))
+        .await;
+    let busy = rig.worker("busy").await;
+    let idle = rig.worker("idle").await;
+    let grant = rig.lease(busy, 1).await.remove(0);
+    let beat = |worker| {
+        rig.coordinator.heartbeat(pb::HeartbeatRequest {
+            worker_id: worker,
+            leases: vec![pb::LeaseProgress {
+                lease_id: grant.lease_id,
+                ..Default::default()
+            }],
+        })
+    };
+    let reply = beat(busy).await.unwrap();
+    assert!(!reply.leases[0].split_requested, "nobody is waiting yet");
+    assert!(rig.lease(idle, 1).await.is_empty());
+    let reply = beat(busy).await.unwrap();
+    assert!(reply.leases[0].split_requested, "an idle worker is waiting");
+    // Hunger is forgotten after a while.
+    rig.clock.advance(60_000);
+    let reply = beat(busy).await.unwrap();
+    assert!(!reply.leases[0].split_requested);
+}

@@ -27,10 +27,12 @@ pub struct CoordinatorUrl {
 pub enum CampaignCommand {
     /// Create a campaign: `grind campaign add --coordinator URL <PROBLEM> [flags]`.
     /// Prints the new campaign's id as the last line.
+    #[command(disable_help_flag = true)]
     Add {
         #[command(flatten)]
         url: CoordinatorUrl,
         /// The problem (see `grind problems`).
+        #[arg(allow_hyphen_values = true)]
         problem: String,
         /// The problem's flags, and `--name`, `--verify-rate`, `--max-attempts`.
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]

@@ -23,6 +23,7 @@ pub struct Cli {
 pub enum Command {
     /// Run one problem on this machine (embedded coordinator + local workers) and print the
     /// verified result. Problem flags follow the problem name: `grind run nimsquare --n 29`.
+    #[command(disable_help_flag = true)]
     Run(run::RunArgs),
     /// Serve a coordinator for workers on other machines.
     Serve(ServeArgs),
@@ -83,6 +84,34 @@ impl CliError {
             CliError::Other(_) => 1,
         }
     }
+}
+
+/// Turns a clap error into a one-line usage error; `--help` and `--version` are printed as
+/// clap prints them and exit 0.
+pub fn clap_error(err: clap::Error) -> CliError {
+    use clap::error::ErrorKind;
+    if matches!(
+        err.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        err.exit();
+    }
+    let text = err.render().to_string();
+    let mut lines = text.lines().map(str::trim).filter(|line| !line.is_empty());
+    let mut first = lines
+        .next()
+        .unwrap_or("invalid arguments")
+        .trim_start_matches("error: ")
+        .to_string();
+    // "the following required arguments were not provided:" names them on the next line.
+    if first.ends_with(':') {
+        if let Some(next) = lines.next() {
+            first = format!("{first} {next}");
+        }
+    }
+    CliError::Usage(format!("{first} (see --help)"))
 }
 
 /// Runs a parsed command line.

@@ -24,15 +24,20 @@ pub fn parse<T: Args + FromArgMatches>(
     name: &str,
     args: &[String],
 ) -> Result<ProblemArgs<T>, CliError> {
+    if name == "--help" || name == "-h" {
+        println!("Usage: {context} <PROBLEM> [problem flags] [flags]\n\nProblems:");
+        for entry in registry::registry() {
+            println!("  {:<12} {}", entry.name, entry.about);
+        }
+        println!("\nSee `{context} <PROBLEM> --help` for a problem's flags.");
+        std::process::exit(0);
+    }
     let entry = registry::lookup(name).map_err(|e| CliError::Usage(e.to_string()))?;
     let cmd = T::augment_args(
-        entry.augment_args(
-            Command::new(format!("{context} {name}"))
-                .about(entry.about)
-                .no_binary_name(true),
-        ),
-    );
-    let matches: ArgMatches = cmd.try_get_matches_from(args).unwrap_or_else(|e| e.exit());
+        entry.augment_args(Command::new(format!("{context} {name}")).no_binary_name(true)),
+    )
+    .about(entry.about);
+    let matches: ArgMatches = cmd.try_get_matches_from(args).map_err(super::clap_error)?;
     let raw = entry
         .params_from_matches(&matches)
         .map_err(|e| CliError::Usage(e.to_string()))?;

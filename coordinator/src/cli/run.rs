@@ -21,6 +21,7 @@ use crate::store::Store;
 #[derive(clap::Args, Debug)]
 pub struct RunArgs {
     /// The problem to run (see `grind problems`).
+    #[arg(allow_hyphen_values = true)]
     pub problem: String,
     /// The problem's flags and the run flags (`--workers`, `--threads`, `--db`, `--json`, ...).
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
