@@ -282,23 +282,31 @@ pub fn touch_worker(ctx: &Ctx, worker_id: i64) -> Result<(), Error> {
     }
 }
 
+const LEASE_COLUMNS: &str = "id, unit_id, campaign_id, worker_id, state, replica";
+
+fn lease_from_row(r: &rusqlite::Row) -> rusqlite::Result<LeaseRow> {
+    Ok(LeaseRow {
+        id: r.get(0)?,
+        unit_id: r.get(1)?,
+        campaign_id: r.get(2)?,
+        worker_id: r.get(3)?,
+        state: r.get(4)?,
+        replica: r.get(5)?,
+    })
+}
+
+/// Leases matching `condition` (SQL over the leases table with one parameter).
+fn leases_where(conn: &Connection, condition: &str, param: i64) -> Result<Vec<LeaseRow>, Error> {
+    let sql = format!("SELECT {LEASE_COLUMNS} FROM leases WHERE {condition}");
+    Ok(conn
+        .prepare_cached(&sql)?
+        .query_map(params![param], lease_from_row)?
+        .collect::<Result<_, _>>()?)
+}
+
 /// Loads a lease by id.
 pub fn load_lease(conn: &Connection, lease_id: i64) -> Result<Option<LeaseRow>, Error> {
-    Ok(conn
-        .prepare_cached(
-            "SELECT id, unit_id, campaign_id, worker_id, state, replica FROM leases WHERE id = ?1",
-        )?
-        .query_row(params![lease_id], |r| {
-            Ok(LeaseRow {
-                id: r.get(0)?,
-                unit_id: r.get(1)?,
-                campaign_id: r.get(2)?,
-                worker_id: r.get(3)?,
-                state: r.get(4)?,
-                replica: r.get(5)?,
-            })
-        })
-        .optional()?)
+    Ok(leases_where(conn, "id = ?1", lease_id)?.pop())
 }
 
 /// Loads a lease and checks that `worker_id` holds it.
@@ -668,23 +676,11 @@ fn end_lease(
 
 /// Expires every active lease whose deadline passed; returns how many.
 pub fn expire_leases(ctx: &Ctx) -> Result<usize, Error> {
-    let expired: Vec<LeaseRow> = ctx
-        .conn
-        .prepare_cached(
-            "SELECT id, unit_id, campaign_id, worker_id, state, replica FROM leases
-             WHERE state = 'active' AND deadline_ms < ?1 LIMIT 10000",
-        )?
-        .query_map(params![ctx.now], |r| {
-            Ok(LeaseRow {
-                id: r.get(0)?,
-                unit_id: r.get(1)?,
-                campaign_id: r.get(2)?,
-                worker_id: r.get(3)?,
-                state: r.get(4)?,
-                replica: r.get(5)?,
-            })
-        })?
-        .collect::<Result<_, _>>()?;
+    let expired = leases_where(
+        ctx.conn,
+        "state = 'active' AND deadline_ms < ?1 LIMIT 10000",
+        ctx.now,
+    )?;
     for lease in &expired {
         end_lease(ctx, lease, "expired", true, None)?;
         event(
@@ -1275,23 +1271,11 @@ pub fn change_state(ctx: &Ctx, campaign_id: i64, action: Action) -> Result<(), E
         }
     };
     if matches!(action, Action::Pause | Action::Cancel) {
-        let active: Vec<LeaseRow> = ctx
-            .conn
-            .prepare_cached(
-                "SELECT id, unit_id, campaign_id, worker_id, state, replica FROM leases
-                 WHERE campaign_id = ?1 AND state = 'active'",
-            )?
-            .query_map(params![campaign_id], |r| {
-                Ok(LeaseRow {
-                    id: r.get(0)?,
-                    unit_id: r.get(1)?,
-                    campaign_id: r.get(2)?,
-                    worker_id: r.get(3)?,
-                    state: r.get(4)?,
-                    replica: r.get(5)?,
-                })
-            })?
-            .collect::<Result<_, _>>()?;
+        let active = leases_where(
+            ctx.conn,
+            "campaign_id = ?1 AND state = 'active'",
+            campaign_id,
+        )?;
         for lease in &active {
             end_lease(ctx, lease, "cancelled", false, None)?;
         }
