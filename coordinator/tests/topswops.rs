@@ -167,3 +167,40 @@ async fn forged_improvements_are_refused_and_true_ones_shared() {
     assert_eq!(c.value, "7");
     assert_eq!(c.best_provenance.unwrap().worker_name, "forger");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_unit_donates_work_to_an_idle_worker() {
+    let dir = tempfile::tempdir().unwrap();
+    let coord = start_coordinator(dir.path(), 1_000, &[]);
+    let mut admin = admin(&coord.url).await;
+    // One unit: the whole search tree. Only donation can give the second worker work.
+    let campaign = create(
+        &mut admin,
+        "topswops",
+        json!({"n": 12, "split_depth": 0, "known": [0, 1, 2, 4, 7, 10, 16, 22, 30, 38, 51]}),
+        0.0,
+    )
+    .await;
+    let _w1 = start_worker(&coord.url, "w1", 1);
+    let _w2 = start_worker(&coord.url, "w2", 1);
+    let done = wait_finished(&mut admin, campaign, LONG).await;
+    // OEIS A000375: f(12) = 65.
+    assert_eq!((done.state.as_str(), done.value.as_str()), ("done", "65"));
+    let reply = status(&mut admin, campaign).await;
+    let conn = rusqlite::Connection::open(&coord.db).unwrap();
+    let donations: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM events WHERE kind = 'donation'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(donations > 0, "the unit donated work");
+    let workers: std::collections::BTreeSet<_> = reply
+        .results
+        .iter()
+        .map(|r| r.provenance.as_ref().unwrap().worker_id)
+        .collect();
+    assert_eq!(workers.len(), 2, "both workers searched part of the tree");
+    assert!(done.units.unwrap().done > 1);
+}
