@@ -120,19 +120,13 @@ async fn the_coordinator_killed_and_restarted_finishes_with_the_identical_answer
     .await;
     let _w1 = start_worker(&coord.url, "w1", 1);
     let _w2 = start_worker(&coord.url, "w2", 1);
-    wait_for("a few units to finish", LONG, || {
-        let mut admin = admin_client.clone();
-        async move {
-            let c = admin
-                .show_campaign(pb::CampaignRef {
-                    campaign_id: campaign,
-                })
-                .await
-                .ok()?
-                .into_inner();
-            (c.units.unwrap().done >= 4).then_some(())
-        }
-    })
+    wait_campaign(
+        &admin_client,
+        campaign,
+        "a few units to finish",
+        LONG,
+        &|c| c.units.unwrap().done >= 4,
+    )
     .await;
     coord.proc.kill();
     let coord = start_coordinator_on(coord.db.clone(), &addr, 3_000, &[]);
@@ -159,19 +153,13 @@ async fn a_result_finished_while_the_coordinator_was_down_is_delivered_afterward
     )
     .await;
     let worker = start_worker(&coord.url, "patient", 1);
-    wait_for("the unit to be leased", LONG, || {
-        let mut admin = admin_client.clone();
-        async move {
-            let c = admin
-                .show_campaign(pb::CampaignRef {
-                    campaign_id: campaign,
-                })
-                .await
-                .ok()?
-                .into_inner();
-            (c.units.unwrap().leased == 1).then_some(())
-        }
-    })
+    wait_campaign(
+        &admin_client,
+        campaign,
+        "the unit to be leased",
+        LONG,
+        &|c| c.units.unwrap().leased == 1,
+    )
     .await;
     coord.proc.kill();
     wait_for("the worker to finish its unit offline", LONG, || {
@@ -219,19 +207,13 @@ async fn wait_pending(
     campaign: i64,
     pending: u64,
 ) {
-    wait_for("an expired lease to free its unit", LONG, || {
-        let mut admin = admin.clone();
-        async move {
-            let c = admin
-                .show_campaign(pb::CampaignRef {
-                    campaign_id: campaign,
-                })
-                .await
-                .ok()?
-                .into_inner();
-            (c.units.unwrap().pending == pending).then_some(())
-        }
-    })
+    wait_campaign(
+        admin,
+        campaign,
+        "an expired lease to free its unit",
+        LONG,
+        &|c| c.units.unwrap().pending == pending,
+    )
     .await;
 }
 

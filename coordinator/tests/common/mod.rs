@@ -242,13 +242,15 @@ pub async fn status(admin: &mut AdminClient<Channel>, campaign: i64) -> pb::Stat
         .into_inner()
 }
 
-/// Waits until the campaign has left the running state, returning its final status.
-pub async fn wait_finished(
-    admin: &mut AdminClient<Channel>,
+/// Polls a campaign's status until `until` holds, returning that status.
+pub async fn wait_campaign(
+    admin: &AdminClient<Channel>,
     campaign: i64,
+    what: &str,
     timeout: Duration,
+    until: &(dyn Fn(&pb::CampaignStatus) -> bool + Sync),
 ) -> pb::CampaignStatus {
-    wait_for("the campaign to finish", timeout, || {
+    wait_for(what, timeout, || {
         let mut admin = admin.clone();
         async move {
             let c = admin
@@ -258,8 +260,20 @@ pub async fn wait_finished(
                 .await
                 .ok()?
                 .into_inner();
-            (c.state != "running").then_some(c)
+            until(&c).then_some(c)
         }
+    })
+    .await
+}
+
+/// Waits until the campaign has left the running state, returning its final status.
+pub async fn wait_finished(
+    admin: &mut AdminClient<Channel>,
+    campaign: i64,
+    timeout: Duration,
+) -> pb::CampaignStatus {
+    wait_campaign(admin, campaign, "the campaign to finish", timeout, &|c| {
+        c.state != "running"
     })
     .await
 }
