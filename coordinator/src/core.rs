@@ -320,6 +320,9 @@ impl Coordinator {
         };
         let (worker_id, lease_id) = (req.worker_id, req.lease_id);
         let covered = req.unit_payload;
+        // Only a result carrying a solution can move a bound: skip the re-read otherwise
+        // (this is the hot path of count campaigns).
+        let may_move_bound = matches!(verified, VerifiedResult::Best(Some(_), _));
         let reply = self
             .write(move |ctx| {
                 scheduler::touch_worker(ctx, worker_id)?;
@@ -327,7 +330,9 @@ impl Coordinator {
             })
             .await?;
         self.changed();
-        self.refresh_bounds().await;
+        if may_move_bound {
+            self.refresh_bounds().await;
+        }
         Ok(reply)
     }
 
