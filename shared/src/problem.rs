@@ -139,6 +139,16 @@ pub enum UnitOutcome {
     },
     /// Sample objective: the unit's objects.
     Samples(Vec<Value>),
+    /// Optimisation by expansion (best-first searches whose results create new units): the
+    /// unit was searched, and these follow-up units join the campaign. The coordinator
+    /// checks each child with [`Problem::child_priority`], drops children it has seen
+    /// before (same payload), and grants pending units lowest priority first.
+    Expanded {
+        /// The unit's best solution, if it beat the bound it was given.
+        best: Option<Scored>,
+        /// Follow-up units (for example a frontier entry's neighbours).
+        children: Vec<UnitSpec>,
+    },
     /// The solver stopped early because [`SolveContext::stop_requested`] said so; its last
     /// checkpoint (if any) was passed to [`SolveContext::checkpoint`].
     Stopped,
@@ -209,6 +219,16 @@ pub trait Problem: Send + Sync + 'static {
         let _ = sample;
         Err(ProblemError::Unsupported(
             "this problem produces no samples".into(),
+        ))
+    }
+
+    /// Checks that `child` is a legitimate follow-up unit of the unit `parent` (see
+    /// [`UnitOutcome::Expanded`]) and returns its priority: pending units are granted
+    /// smallest priority first. The default refuses: the problem spawns no units.
+    fn child_priority(&self, parent: &[u8], child: &[u8]) -> Result<i64, ProblemError> {
+        let _ = (parent, child);
+        Err(ProblemError::Unsupported(
+            "this problem does not expand units into new units".into(),
         ))
     }
 

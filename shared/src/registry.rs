@@ -27,6 +27,13 @@ pub trait ProblemDef: Problem + Sized {
     fn canonical(&self) -> Option<Self::Params> {
         None
     }
+    /// When the parameters name a family of instances (for example a range of N), the
+    /// parameters of every member, each to become a campaign of its own; `None` (the
+    /// default) when they name a single instance.
+    fn family(params: &Self::Params) -> Result<Option<Vec<Self::Params>>, ProblemError> {
+        let _ = params;
+        Ok(None)
+    }
 }
 
 /// A problem built from JSON parameters: its canonical parameters and the instance.
@@ -43,6 +50,7 @@ pub struct ProblemEntry {
     args: fn(Command) -> Command,
     params_from_matches: fn(&ArgMatches) -> Result<Value, ProblemError>,
     build: fn(&Value) -> Result<Built, ProblemError>,
+    family: fn(&Value) -> Result<Option<Vec<Value>>, ProblemError>,
 }
 
 impl ProblemEntry {
@@ -55,6 +63,7 @@ impl ProblemEntry {
             args: P::Params::augment_args,
             params_from_matches: params_from_matches::<P>,
             build: build::<P>,
+            family: family::<P>,
         }
     }
 
@@ -73,12 +82,33 @@ impl ProblemEntry {
     pub fn build(&self, params: &Value) -> Result<Built, ProblemError> {
         (self.build)(params)
     }
+
+    /// The JSON parameters of every member when `params` names a family of instances (see
+    /// [`ProblemDef::family`]); `None` for a single instance.
+    pub fn family(&self, params: &Value) -> Result<Option<Vec<Value>>, ProblemError> {
+        (self.family)(params)
+    }
 }
 
 fn params_from_matches<P: ProblemDef>(matches: &ArgMatches) -> Result<Value, ProblemError> {
     let params = P::Params::from_arg_matches(matches)
         .map_err(|e| ProblemError::InvalidParams(e.to_string().trim().to_string()))?;
     serde_json::to_value(params).map_err(|e| ProblemError::InvalidParams(e.to_string()))
+}
+
+fn family<P: ProblemDef>(params: &Value) -> Result<Option<Vec<Value>>, ProblemError> {
+    let typed: P::Params = serde_json::from_value(params.clone())
+        .map_err(|e| ProblemError::InvalidParams(format!("{}: {e}", P::NAME)))?;
+    let Some(members) = P::family(&typed)? else {
+        return Ok(None);
+    };
+    members
+        .iter()
+        .map(|member| {
+            serde_json::to_value(member).map_err(|e| ProblemError::InvalidParams(e.to_string()))
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(Some)
 }
 
 fn build<P: ProblemDef>(params: &Value) -> Result<Built, ProblemError> {

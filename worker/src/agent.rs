@@ -549,6 +549,19 @@ impl Agent {
             Ok(UnitOutcome::Samples(samples)) => {
                 result.samples = samples.iter().map(|s| s.to_string()).collect();
             }
+            Ok(UnitOutcome::Expanded { best, children }) => {
+                if let Some(best) = best {
+                    result.best_solution_json = best.solution.to_string();
+                    result.best_score = best.score;
+                }
+                result.children = children
+                    .into_iter()
+                    .map(|child| pb::UnitSpec {
+                        label: child.label,
+                        payload: child.payload,
+                    })
+                    .collect();
+            }
             Err(e) => {
                 tracing::error!("lease {}: {e}", done.lease_id);
                 result.error = e.to_string();
