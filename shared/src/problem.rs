@@ -202,6 +202,27 @@ pub trait Problem: Send + Sync + 'static {
     /// Produces up to `max_units` further units, continuing from `cursor` (`None` = start).
     fn split(&self, cursor: Option<&[u8]>, max_units: usize) -> Result<SplitBatch, ProblemError>;
 
+    /// Like [`Problem::split`], for splitters whose later units depend on earlier results
+    /// (staged searches): also sees the campaign's current best solution, if any. The
+    /// coordinator always calls this one; the default ignores the incumbent.
+    fn split_from(
+        &self,
+        cursor: Option<&[u8]>,
+        max_units: usize,
+        incumbent: Option<&Value>,
+    ) -> Result<SplitBatch, ProblemError> {
+        let _ = incumbent;
+        self.split(cursor, max_units)
+    }
+
+    /// True when the split cursor `cursor` is a stage boundary: the coordinator splits no
+    /// further until every unit created so far has finished, then calls
+    /// [`Problem::split_from`] with the incumbent those units produced. The default: never.
+    fn waits_at(&self, cursor: &[u8]) -> bool {
+        let _ = cursor;
+        false
+    }
+
     /// Solves one unit. Runs on a worker's CPU pool; may use rayon inside.
     fn solve(&self, payload: &[u8], ctx: &dyn SolveContext) -> Result<UnitOutcome, ProblemError>;
 
