@@ -12,7 +12,7 @@ use crate::clock::Clock;
 use crate::config::Config;
 use crate::error::Error;
 use crate::problems::Problems;
-use crate::scheduler::{self, Action, Ctx, NewCampaign, Usage, VerifiedResult};
+use crate::scheduler::{self, Action, ChildUnit, Ctx, NewCampaign, Usage, VerifiedResult};
 use crate::store::Store;
 use crate::views;
 
@@ -20,6 +20,8 @@ use crate::views;
 pub const MAX_SOLUTION_BYTES: usize = 4 << 20;
 /// Most samples accepted in one result.
 pub const MAX_SAMPLES_PER_RESULT: usize = 1_000_000;
+/// Most child units one result may create.
+pub const MAX_CHILDREN_PER_RESULT: usize = 100_000;
 
 /// The coordinator: store, clock, settings and problem instances.
 #[derive(Clone)]
@@ -312,7 +314,7 @@ impl Coordinator {
             .ok_or_else(|| Error::InvalidArgument("a completion needs a result".into()))?;
         let lease = self.lease_of(req.worker_id, req.lease_id).await?;
         let problem = self.problem(lease.campaign_id).await?;
-        let verified = verify_result(problem, &result).await?;
+        let verified = verify_result(problem, &result, &req.unit_payload).await?;
         let usage = Usage {
             nodes: result.nodes,
             cpu_seconds: sane_seconds(result.cpu_seconds),
@@ -322,7 +324,7 @@ impl Coordinator {
         let covered = req.unit_payload;
         // Only a result carrying a solution can move a bound: skip the re-read otherwise
         // (this is the hot path of count campaigns).
-        let may_move_bound = matches!(verified, VerifiedResult::Best(Some(_), _));
+        let may_move_bound = matches!(verified, VerifiedResult::Best(Some(_), _, _));
         let reply = self
             .write(move |ctx| {
                 scheduler::touch_worker(ctx, worker_id)?;
@@ -360,11 +362,15 @@ impl Coordinator {
 
     // ---- admin API -------------------------------------------------------------------------
 
-    /// Creates a campaign.
-    pub async fn create_campaign(&self, req: pb::CreateCampaignRequest) -> Result<i64, Error> {
-        let id = self
+    /// Creates a campaign, or one per member when the parameters name a family; returns
+    /// their ids.
+    pub async fn create_campaigns(
+        &self,
+        req: pb::CreateCampaignRequest,
+    ) -> Result<Vec<i64>, Error> {
+        let ids = self
             .write(move |ctx| {
-                scheduler::create_campaign(
+                scheduler::create_campaigns(
                     ctx,
                     &NewCampaign {
                         problem: &req.problem,
@@ -378,7 +384,7 @@ impl Coordinator {
             .await?;
         self.changed();
         self.refresh_bounds().await;
-        Ok(id)
+        Ok(ids)
     }
 
     /// One campaign's status.
@@ -540,6 +546,7 @@ async fn verify_solution(problem: Arc<dyn Problem>, solution_json: &str) -> Resu
 async fn verify_result(
     problem: Arc<dyn Problem>,
     result: &pb::UnitResult,
+    covered_payload: &[u8],
 ) -> Result<VerifiedResult, Error> {
     if !result.error.is_empty() {
         let mut reason = result.error.clone();
@@ -557,8 +564,10 @@ async fn verify_result(
         }
         Objective::Max | Objective::Min => {
             let hits = verify_samples(problem.clone(), &result.samples).await?;
+            let children =
+                verify_children(problem.clone(), covered_payload, &result.children).await?;
             if result.best_solution_json.is_empty() {
-                return Ok(VerifiedResult::Best(None, hits));
+                return Ok(VerifiedResult::Best(None, hits, children));
             }
             let score = verify_solution(problem, &result.best_solution_json)
                 .await
@@ -572,12 +581,58 @@ async fn verify_result(
             Ok(VerifiedResult::Best(
                 Some((result.best_solution_json.clone(), score)),
                 hits,
+                children,
             ))
         }
+        _ if !result.children.is_empty() => Err(Error::InvalidArgument(
+            "child units are only accepted from optimisation campaigns".into(),
+        )),
         Objective::Sample => Ok(VerifiedResult::Samples(
             verify_samples(problem, &result.samples).await?,
         )),
     }
+}
+
+/// Checks every child unit a result created against its parent, off the runtime, and
+/// returns them with their priorities.
+async fn verify_children(
+    problem: Arc<dyn Problem>,
+    parent: &[u8],
+    children: &[pb::UnitSpec],
+) -> Result<Vec<ChildUnit>, Error> {
+    if children.is_empty() {
+        return Ok(Vec::new());
+    }
+    if children.len() > MAX_CHILDREN_PER_RESULT {
+        return Err(Error::InvalidArgument(format!(
+            "{} child units in one result, more than the {MAX_CHILDREN_PER_RESULT} accepted",
+            children.len()
+        )));
+    }
+    let parent = parent.to_vec();
+    let children = children.to_vec();
+    tokio::task::spawn_blocking(move || {
+        children
+            .into_iter()
+            .enumerate()
+            .map(|(index, child)| {
+                let mut label = child.label;
+                label.truncate(200);
+                let priority = problem
+                    .child_priority(&parent, &child.payload)
+                    .map_err(|e| {
+                        Error::InvalidArgument(format!("child unit {index} rejected: {e}"))
+                    })?;
+                Ok(ChildUnit {
+                    label,
+                    payload: child.payload,
+                    priority,
+                })
+            })
+            .collect()
+    })
+    .await
+    .map_err(|e| Error::Internal(format!("child verifier crashed: {e}")))?
 }
 
 /// Checks every sample (or proof-mode hit) with the problem's verifier, off the runtime.

@@ -35,13 +35,24 @@ pub struct Ctx<'a> {
 pub enum VerifiedResult {
     /// An exact count, as a canonical decimal string.
     Count(String),
-    /// The best solution of an optimisation unit (JSON text and its recomputed score), and
-    /// its verified proof-mode hits (JSON texts).
-    Best(Option<(String, i64)>, Vec<String>),
+    /// The best solution of an optimisation unit (JSON text and its recomputed score), its
+    /// verified proof-mode hits (JSON texts) and the checked child units it created.
+    Best(Option<(String, i64)>, Vec<String>, Vec<ChildUnit>),
     /// Verified samples (JSON texts).
     Samples(Vec<String>),
     /// The solver failed on the worker; counts as a failed attempt.
     Failed(String),
+}
+
+/// A unit created by another unit's result, checked by the problem.
+#[derive(Clone, Debug)]
+pub struct ChildUnit {
+    /// Shown to people.
+    pub label: String,
+    /// The child's payload.
+    pub payload: Vec<u8>,
+    /// Pending units are granted smallest priority first.
+    pub priority: i64,
 }
 
 /// Resource use reported with a result.
@@ -114,7 +125,47 @@ pub struct NewCampaign<'a> {
     pub max_attempts: Option<u32>,
 }
 
-/// Creates a running campaign after validating its problem and parameters.
+/// Most campaigns one family of parameters may create.
+pub const MAX_FAMILY_MEMBERS: usize = 10_000;
+
+/// Creates the campaign `new` describes, or one campaign per member when its parameters name
+/// a family of instances (see `ProblemDef::family`), all in one transaction.
+pub fn create_campaigns(ctx: &Ctx, new: &NewCampaign) -> Result<Vec<i64>, Error> {
+    let entry = registry::lookup(new.problem)?;
+    let params: Value = serde_json::from_str(new.params_json)
+        .map_err(|e| Error::InvalidArgument(format!("parameters are not JSON: {e}")))?;
+    let Some(members) = entry.family(&params)? else {
+        return Ok(vec![create_campaign(ctx, new)?]);
+    };
+    if members.is_empty() || members.len() > MAX_FAMILY_MEMBERS {
+        return Err(Error::InvalidArgument(format!(
+            "the parameters name {} campaigns; between 1 and {MAX_FAMILY_MEMBERS} are allowed",
+            members.len()
+        )));
+    }
+    members
+        .iter()
+        .enumerate()
+        .map(|(index, member)| {
+            let params_json = member.to_string();
+            let name = if new.name.is_empty() {
+                String::new()
+            } else {
+                format!("{} #{}", new.name, index + 1)
+            };
+            create_campaign(
+                ctx,
+                &NewCampaign {
+                    params_json: &params_json,
+                    name: &name,
+                    ..*new
+                },
+            )
+        })
+        .collect()
+}
+
+/// Creates one running campaign after validating its problem and parameters.
 pub fn create_campaign(ctx: &Ctx, new: &NewCampaign) -> Result<i64, Error> {
     let entry = registry::lookup(new.problem)?;
     let params: Value = serde_json::from_str(new.params_json)
@@ -374,7 +425,7 @@ fn pending_units(
              WHERE u.campaign_id = ?1 AND u.state = 'pending'
                AND (u.replica_needed = 0 OR ?3 OR NOT EXISTS
                     (SELECT 1 FROM results r WHERE r.unit_id = u.id AND r.worker_id = ?2))
-             ORDER BY u.id LIMIT +?4",
+             ORDER BY u.priority, u.id LIMIT +?4",
         )?
         .query_map(
             params![
@@ -400,17 +451,37 @@ fn pending_units(
 
 /// Asks the campaign's splitter for more units; returns how many were added.
 fn split_more(ctx: &Ctx, campaign_id: i64, wanted: usize) -> Result<usize, Error> {
-    let (done, cursor, next_seq): (bool, Option<Vec<u8>>, i64) = ctx
+    let (done, cursor, next_seq, best): (bool, Option<Vec<u8>>, i64, Option<String>) = ctx
         .conn
-        .prepare_cached("SELECT split_done, split_cursor, next_seq FROM campaigns WHERE id = ?1")?
+        .prepare_cached(
+            "SELECT split_done, split_cursor, next_seq, best_solution FROM campaigns WHERE id = ?1",
+        )?
         .query_row(params![campaign_id], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
         })?;
     if done {
         return Ok(0);
     }
     let problem = ctx.problems.get(ctx.conn, campaign_id)?;
-    let batch = problem.split(cursor.as_deref(), wanted.max(ctx.config.split_batch))?;
+    if let Some(at) = cursor.as_deref() {
+        if problem.waits_at(at) && open_units(ctx, campaign_id)? > 0 {
+            // A stage boundary: the next stage needs every result of this one.
+            return Ok(0);
+        }
+    }
+    let incumbent = match best.as_deref() {
+        Some(text) => Some(serde_json::from_str::<Value>(text).map_err(|e| {
+            Error::Internal(format!(
+                "campaign {campaign_id}: stored best is not JSON: {e}"
+            ))
+        })?),
+        None => None,
+    };
+    let batch = problem.split_from(
+        cursor.as_deref(),
+        wanted.max(ctx.config.split_batch),
+        incumbent.as_ref(),
+    )?;
     let added = insert_units(ctx, campaign_id, next_seq, &batch.units)?;
     ctx.conn
         .prepare_cached(
@@ -427,6 +498,16 @@ fn split_more(ctx: &Ctx, campaign_id: i64, wanted: usize) -> Result<usize, Error
         maybe_finish_campaign(ctx, campaign_id)?;
     }
     Ok(added)
+}
+
+/// Units of a campaign not finished yet (pending or leased).
+fn open_units(ctx: &Ctx, campaign_id: i64) -> Result<i64, Error> {
+    Ok(ctx
+        .conn
+        .prepare_cached(
+            "SELECT count(*) FROM units WHERE campaign_id = ?1 AND state IN ('pending', 'leased')",
+        )?
+        .query_row(params![campaign_id], |r| r.get(0))?)
 }
 
 fn insert_units(
@@ -966,10 +1047,10 @@ pub fn complete(
     add_usage(ctx, lease.campaign_id, usage)?;
     let (value, solution) = match result {
         VerifiedResult::Count(count) => (count.clone(), None),
-        VerifiedResult::Best(Some((solution, score)), _) => {
+        VerifiedResult::Best(Some((solution, score)), _, _) => {
             (score.to_string(), Some(solution.clone()))
         }
-        VerifiedResult::Best(None, _) => ("none".to_string(), None),
+        VerifiedResult::Best(None, _, _) => ("none".to_string(), None),
         VerifiedResult::Samples(samples) => (samples.len().to_string(), None),
         VerifiedResult::Failed(_) => unreachable!("handled above"),
     };
@@ -1006,8 +1087,9 @@ pub fn complete(
     )?;
     match result {
         VerifiedResult::Count(count) => settle_count(ctx, &lease, result_id, count)?,
-        VerifiedResult::Best(best, hits) => {
+        VerifiedResult::Best(best, hits, children) => {
             insert_samples(ctx, &lease, result_id, hits)?;
+            insert_children(ctx, &lease, children)?;
             if let Some((solution, score)) = best {
                 offer_incumbent(
                     ctx,
@@ -1033,6 +1115,51 @@ pub fn complete(
         duplicate: false,
         detail: String::new(),
     })
+}
+
+/// Adds the new child units of a result; a payload the campaign already spawned is skipped.
+fn insert_children(ctx: &Ctx, lease: &LeaseRow, children: &[ChildUnit]) -> Result<(), Error> {
+    if children.is_empty() {
+        return Ok(());
+    }
+    let mut added = 0i64;
+    for child in children {
+        let fresh = ctx
+            .conn
+            .prepare_cached(
+                "INSERT OR IGNORE INTO spawned_payloads (campaign_id, payload) VALUES (?1, ?2)",
+            )?
+            .execute(params![lease.campaign_id, child.payload])?;
+        if fresh == 0 {
+            continue;
+        }
+        ctx.conn
+            .prepare_cached(
+                "INSERT INTO units (campaign_id, seq, label, payload, state, priority)
+                 SELECT ?1, next_seq, ?2, ?3, 'pending', ?4 FROM campaigns WHERE id = ?1",
+            )?
+            .execute(params![
+                lease.campaign_id,
+                child.label,
+                child.payload,
+                child.priority
+            ])?;
+        ctx.conn
+            .prepare_cached("UPDATE campaigns SET next_seq = next_seq + 1 WHERE id = ?1")?
+            .execute(params![lease.campaign_id])?;
+        added += 1;
+    }
+    event(
+        ctx.conn,
+        ctx.now,
+        "units_spawned",
+        Some(lease.campaign_id),
+        Some(lease.unit_id),
+        Some(lease.id),
+        Some(lease.worker_id),
+        json!({"offered": children.len(), "added": added}),
+    )?;
+    Ok(())
 }
 
 fn insert_samples(

@@ -6,7 +6,8 @@ use rusqlite::Connection;
 use crate::error::Error;
 
 /// Each entry upgrades the schema by one version, in order.
-const MIGRATIONS: &[&str] = &[r#"
+const MIGRATIONS: &[&str] = &[
+    r#"
 CREATE TABLE workers (
     id INTEGER PRIMARY KEY,
     name TEXT NOT NULL,
@@ -124,7 +125,20 @@ CREATE TRIGGER events_append_only_update BEFORE UPDATE ON events
 BEGIN SELECT RAISE(ABORT, 'the event log is append-only'); END;
 CREATE TRIGGER events_append_only_delete BEFORE DELETE ON events
 BEGIN SELECT RAISE(ABORT, 'the event log is append-only'); END;
-"#];
+"#,
+    r#"
+-- v2: units created by other units' results (best-first expansion) are granted by priority,
+-- and a campaign never holds the same spawned payload twice.
+ALTER TABLE units ADD COLUMN priority INTEGER NOT NULL DEFAULT 0;
+DROP INDEX units_by_state;
+CREATE INDEX units_by_state ON units (campaign_id, state, priority, id);
+CREATE TABLE spawned_payloads (
+    campaign_id INTEGER NOT NULL REFERENCES campaigns(id),
+    payload BLOB NOT NULL,
+    PRIMARY KEY (campaign_id, payload)
+) WITHOUT ROWID;
+"#,
+];
 
 /// The schema version this binary writes.
 pub fn current_version() -> i64 {

@@ -95,9 +95,12 @@ impl Admin for AdminService {
     ) -> Result<Response<pb::CreateCampaignReply>, Status> {
         reply(
             self.0
-                .create_campaign(request.into_inner())
+                .create_campaigns(request.into_inner())
                 .await
-                .map(|campaign_id| pb::CreateCampaignReply { campaign_id }),
+                .map(|campaign_ids| pb::CreateCampaignReply {
+                    campaign_id: campaign_ids[0],
+                    campaign_ids,
+                }),
         )
     }
 

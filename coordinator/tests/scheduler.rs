@@ -35,7 +35,7 @@ fn rig(max_attempts: u32) -> Rig {
 impl Rig {
     async fn campaign(&self, params: serde_json::Value) -> i64 {
         self.coordinator
-            .create_campaign(pb::CreateCampaignRequest {
+            .create_campaigns(pb::CreateCampaignRequest {
                 problem: "primes".into(),
                 params_json: params.to_string(),
                 name: String::new(),
@@ -43,7 +43,7 @@ impl Rig {
                 max_attempts: 0,
             })
             .await
-            .unwrap()
+            .unwrap()[0]
     }
 
     async fn worker(&self, name: &str) -> i64 {

@@ -182,7 +182,9 @@ pub async fn campaign(cmd: CampaignCommand) -> Result<(), CliError> {
                 .await
                 .map_err(failed)?
                 .into_inner();
-            println!("{}", reply.campaign_id);
+            for id in &reply.campaign_ids {
+                println!("{id}");
+            }
         }
         CampaignCommand::List { url, json } => {
             let reply = connect(&url)

@@ -11,8 +11,11 @@ use super::CliError;
 pub struct ProblemArgs<T> {
     /// The registry entry.
     pub entry: &'static ProblemEntry,
-    /// Canonical parameters.
+    /// Canonical parameters (as given, for a family).
     pub params: Value,
+    /// The canonical parameters of every campaign they name: one, or one per member of a
+    /// family (see `ProblemDef::family`).
+    pub members: Vec<Value>,
     /// The command's flags.
     pub options: T,
 }
@@ -41,13 +44,27 @@ pub fn parse<T: Args + FromArgMatches>(
     let raw = entry
         .params_from_matches(&matches)
         .map_err(|e| CliError::Usage(e.to_string()))?;
-    let (params, _) = entry
-        .build(&raw)
-        .map_err(|e| CliError::Usage(e.to_string()))?;
+    let usage = |e: grind_shared::problem::ProblemError| CliError::Usage(e.to_string());
+    let canonical = |params: &Value| entry.build(params).map(|(canonical, _)| canonical);
+    let (params, members) = match entry.family(&raw).map_err(usage)? {
+        Some(members) => {
+            let members = members
+                .iter()
+                .map(canonical)
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(usage)?;
+            (raw, members)
+        }
+        None => {
+            let params = canonical(&raw).map_err(usage)?;
+            (params.clone(), vec![params])
+        }
+    };
     let options = T::from_arg_matches(&matches).map_err(|e| CliError::Usage(e.to_string()))?;
     Ok(ProblemArgs {
         entry,
         params,
+        members,
         options,
     })
 }

@@ -51,6 +51,10 @@ pub struct RunOptions {
     /// and its provenance record to FILE.provenance.json.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Stop after this many seconds even if the campaign is not finished (anytime searches
+    /// run until stopped); the result so far is printed, and `--db` keeps it resumable.
+    #[arg(long)]
+    pub seconds: Option<f64>,
 }
 
 /// Runs one problem locally and prints the verified result.
@@ -104,23 +108,27 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
         wait_for(server_stop),
     ));
 
-    let params_json = parsed.params.to_string();
-    let campaign_id = match find_resumable(&coordinator, parsed.entry.name, &params_json).await? {
-        Some(id) => {
-            tracing::info!("resuming campaign {id} from {}", db_path.display());
-            id
-        }
-        None => coordinator
-            .create_campaign(pb::CreateCampaignRequest {
-                problem: parsed.entry.name.to_string(),
-                params_json: params_json.clone(),
-                name: String::new(),
-                verify_rate: opts.verify_rate,
-                max_attempts: 0,
-            })
-            .await
-            .map_err(|e| CliError::Usage(e.to_string()))?,
-    };
+    let mut campaign_ids = Vec::with_capacity(parsed.members.len());
+    for member in &parsed.members {
+        let params_json = member.to_string();
+        let id = match find_resumable(&coordinator, parsed.entry.name, &params_json).await? {
+            Some(id) => {
+                tracing::info!("resuming campaign {id} from {}", db_path.display());
+                id
+            }
+            None => coordinator
+                .create_campaigns(pb::CreateCampaignRequest {
+                    problem: parsed.entry.name.to_string(),
+                    params_json,
+                    name: String::new(),
+                    verify_rate: opts.verify_rate,
+                    max_attempts: 0,
+                })
+                .await
+                .map_err(|e| CliError::Usage(e.to_string()))?[0],
+        };
+        campaign_ids.push(id);
+    }
 
     let mut workers = Vec::new();
     for index in 0..opts.workers {
@@ -133,21 +141,18 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
         )));
     }
 
-    let status = wait_until_finished(&coordinator, campaign_id).await?;
-    if let Some(path) = &opts.out {
-        let export = coordinator
-            .export(campaign_id)
-            .await
-            .map_err(anyhow::Error::from)?;
-        std::fs::write(path, &export.submission)
-            .with_context(|| format!("cannot write {}", path.display()))?;
-        let provenance = format!("{}.provenance.json", path.display());
-        std::fs::write(&provenance, &export.provenance_json)
-            .with_context(|| format!("cannot write {provenance}"))?;
-    }
+    let deadline = opts
+        .seconds
+        .map(|s| started + std::time::Duration::from_secs_f64(s.clamp(0.0, 1e9)));
+    wait_until_finished(&coordinator, &campaign_ids, deadline).await?;
+    // Workers hand back (or deliver) what they hold before the result is read.
     let _ = stop_workers.send(true);
     for worker in workers {
         let _ = worker.await;
+    }
+    let statuses = wait_until_finished(&coordinator, &campaign_ids, Some(Instant::now())).await?;
+    if let Some(path) = &opts.out {
+        write_exports(&coordinator, &campaign_ids, path).await?;
     }
     let _ = stop_server.send(true);
     let _ = server.await;
@@ -157,20 +162,58 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
             let _ = std::fs::remove_file(format!("{}{suffix}", db_path.display()));
         }
     }
-    let summary = render::run_summary(&status, wall_seconds);
     if opts.json {
+        let summary = match statuses.as_slice() {
+            [single] => render::run_summary(single, wall_seconds),
+            many => serde_json::json!({
+                "campaigns": many.iter().map(|s| render::run_summary(s, wall_seconds))
+                    .collect::<Vec<_>>(),
+                "wall_seconds": wall_seconds,
+            }),
+        };
         println!("{summary}");
     } else {
-        print!("{}", render::run_human(&status, wall_seconds));
+        for status in &statuses {
+            print!("{}", render::run_human(status, wall_seconds));
+        }
     }
-    if status.state == "done" {
-        Ok(())
-    } else {
-        Err(CliError::Other(anyhow::anyhow!(
-            "campaign {campaign_id} ended {}",
-            status.state
-        )))
+    let timed_out = opts.seconds.is_some();
+    match statuses
+        .iter()
+        .find(|s| s.state != "done" && !(timed_out && s.state == "running"))
+    {
+        None => Ok(()),
+        Some(bad) => Err(CliError::Other(anyhow::anyhow!(
+            "campaign {} ended {}",
+            bad.campaign_id,
+            bad.state
+        ))),
     }
+}
+
+/// Writes the export of every campaign to `path` (one after the other) and their provenance
+/// records to `path.provenance.json` (one record, or a JSON array for several).
+async fn write_exports(
+    coordinator: &Coordinator,
+    campaign_ids: &[i64],
+    path: &std::path::Path,
+) -> Result<(), CliError> {
+    let mut submission = String::new();
+    let mut provenance = Vec::new();
+    for &id in campaign_ids {
+        let export = coordinator.export(id).await.map_err(anyhow::Error::from)?;
+        submission += &export.submission;
+        provenance.push(export.provenance_json);
+    }
+    std::fs::write(path, submission).with_context(|| format!("cannot write {}", path.display()))?;
+    let record = match provenance.as_slice() {
+        [single] => single.clone(),
+        many => format!("[{}]", many.join(",")),
+    };
+    let provenance_path = format!("{}.provenance.json", path.display());
+    std::fs::write(&provenance_path, record)
+        .with_context(|| format!("cannot write {provenance_path}"))?;
+    Ok(())
 }
 
 async fn wait_for(mut stop: watch::Receiver<bool>) {
@@ -200,21 +243,35 @@ async fn find_resumable(
     Ok(found.map(|(id, _)| id))
 }
 
+/// Waits until every campaign has ended, or until `deadline`; returns their statuses.
 async fn wait_until_finished(
     coordinator: &Coordinator,
-    campaign_id: i64,
-) -> Result<pb::CampaignStatus, CliError> {
+    campaign_ids: &[i64],
+    deadline: Option<Instant>,
+) -> Result<Vec<pb::CampaignStatus>, CliError> {
     let mut changes = coordinator.subscribe();
     loop {
-        let status = coordinator
-            .campaign(campaign_id)
-            .await
-            .map_err(anyhow::Error::from)?;
-        if matches!(status.state.as_str(), "done" | "failed" | "cancelled") {
-            return Ok(status);
+        let mut statuses = Vec::with_capacity(campaign_ids.len());
+        for &id in campaign_ids {
+            statuses.push(
+                coordinator
+                    .campaign(id)
+                    .await
+                    .map_err(anyhow::Error::from)?,
+            );
         }
-        // Wake on any change, and at least every second (lease expiry runs on its own).
-        let _ = tokio::time::timeout(std::time::Duration::from_secs(1), changes.changed()).await;
+        let ended =
+            |s: &pb::CampaignStatus| matches!(s.state.as_str(), "done" | "failed" | "cancelled");
+        let out_of_time = deadline.is_some_and(|d| Instant::now() >= d);
+        if out_of_time || statuses.iter().all(ended) {
+            return Ok(statuses);
+        }
+        // Wake on any change, at the deadline, and at least every second.
+        let mut wait = std::time::Duration::from_secs(1);
+        if let Some(d) = deadline {
+            wait = wait.min(d.saturating_duration_since(Instant::now()));
+        }
+        let _ = tokio::time::timeout(wait, changes.changed()).await;
     }
 }
 
