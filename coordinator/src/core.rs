@@ -63,6 +63,11 @@ impl Coordinator {
         &self.inner.config
     }
 
+    /// The store, for read-only views (the web UI and metrics).
+    pub fn store(&self) -> &Store {
+        &self.inner.store
+    }
+
     /// Current time from the injected clock.
     pub fn now(&self) -> i64 {
         self.inner.clock.now_ms()
@@ -214,8 +219,11 @@ impl Coordinator {
             ));
         }
         let idle = self.workers_idle();
-        self.write(move |ctx| scheduler::heartbeat(ctx, req.worker_id, &req.leases, idle))
-            .await
+        let reply = self
+            .write(move |ctx| scheduler::heartbeat(ctx, req.worker_id, &req.leases, idle))
+            .await?;
+        crate::metrics::leases_renewed(reply.leases.iter().filter(|l| l.deadline_ms > 0).count());
+        Ok(reply)
     }
 
     /// Verifies and records an improvement.

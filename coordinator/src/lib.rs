@@ -4,7 +4,8 @@
 //!
 //! Layout: [`store`] (the database and its writer), [`schema`] (migrations), [`scheduler`]
 //! (the lease/unit state machine), [`views`] (read queries), [`core`] (operations with
-//! verification), [`service`] (gRPC handlers), [`server`] (serving), [`cli`] (the `grind`
+//! verification), [`service`] (gRPC handlers), [`server`] (serving), [`web`] (web UI, JSON
+//! API, live updates) and [`metrics`] (Prometheus) on the same port, [`cli`] (the `grind`
 //! command line).
 
 pub mod cli;
@@ -12,6 +13,7 @@ pub mod clock;
 pub mod config;
 pub mod core;
 pub mod error;
+pub mod metrics;
 pub mod problems;
 pub mod scheduler;
 pub mod schema;
@@ -19,6 +21,7 @@ pub mod server;
 pub mod service;
 pub mod store;
 pub mod views;
+pub mod web;
 
 pub use crate::core::Coordinator;
 pub use crate::error::Error;

@@ -1,5 +1,5 @@
 //! Serving: binds the gRPC services (grind.v1 Worker and Admin, grpc.health.v1, server
-//! reflection v1 and v1alpha) on a listener, runs the lease-expiry sweep, and stops on a
+//! reflection v1 and v1alpha) and the web UI (HTTP/1.1 or HTTP/2) on one listener, runs the lease-expiry sweep, and stops on a
 //! shutdown future.
 
 use grind_proto::v1::admin_server::AdminServer;
@@ -41,6 +41,13 @@ pub async fn serve(
         .build_v1alpha()
         .map_err(|e| Error::Internal(format!("reflection: {e}")))?;
 
+    // The web UI shares the port; its live streams end when shutdown begins.
+    let (closing_tx, closing) = tokio::sync::watch::channel(false);
+    let shutdown = async move {
+        shutdown.await;
+        let _ = closing_tx.send(true);
+    };
+    let web = tonic::service::Routes::from(crate::web::router(coordinator.clone(), closing));
     let sweeper = tokio::spawn(sweep_forever(coordinator.clone()));
     let worker = WorkerServer::new(WorkerService(coordinator.clone()))
         .max_decoding_message_size(MAX_MESSAGE_BYTES)
@@ -50,6 +57,8 @@ pub async fn serve(
         .max_encoding_message_size(MAX_MESSAGE_BYTES);
     let served = tonic::transport::Server::builder()
         .tcp_nodelay(true)
+        .accept_http1(true)
+        .add_routes(web)
         .add_service(health_service)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)

@@ -150,6 +150,7 @@ fn writer_loop(conn: Connection, jobs: mpsc::Receiver<Box<dyn Job>>) {
                 Err(_) => break,
             }
         }
+        let started = std::time::Instant::now();
         if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
             let msg = format!("cannot begin a transaction: {e}");
             tracing::error!("store: {msg}");
@@ -180,6 +181,7 @@ fn writer_loop(conn: Connection, jobs: mpsc::Receiver<Box<dyn Job>>) {
             tracing::error!("store: group not committed: {e}");
             let _ = conn.execute_batch("ROLLBACK");
         }
+        crate::metrics::observe_store_transaction(started.elapsed().as_secs_f64(), group.len());
         for job in group {
             job.finish(committed.clone());
         }
