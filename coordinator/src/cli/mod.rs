@@ -5,6 +5,7 @@ pub mod admin;
 pub mod problem_args;
 pub mod render;
 pub mod run;
+pub mod watch;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -40,6 +41,8 @@ pub enum Command {
     Leaderboard(admin::LeaderboardArgs),
     /// List the problems this build can run.
     Problems,
+    /// Live progress bars of a coordinator's campaigns (all, or one until it ends).
+    Watch(watch::WatchArgs),
 }
 
 /// `grind serve` flags.
@@ -124,6 +127,7 @@ pub async fn dispatch(cli: Cli) -> Result<(), CliError> {
         Command::Export(args) => admin::export(args).await,
         Command::Import(args) => admin::import(args).await,
         Command::Leaderboard(args) => admin::leaderboard(args).await,
+        Command::Watch(args) => watch::watch(args).await,
         Command::Problems => {
             for entry in grind_shared::registry::registry() {
                 println!("{:<12} {}", entry.name, entry.about);

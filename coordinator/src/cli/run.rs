@@ -144,7 +144,9 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
     let deadline = opts
         .seconds
         .map(|s| started + std::time::Duration::from_secs_f64(s.clamp(0.0, 1e9)));
+    let bars = super::watch::LocalBars::start(&coordinator, &campaign_ids);
     wait_until_finished(&coordinator, &campaign_ids, deadline).await?;
+    bars.finish().await;
     // Workers hand back (or deliver) what they hold before the result is read.
     let _ = stop_workers.send(true);
     for worker in workers {

@@ -33,6 +33,7 @@ vertical-align:top;white-space:nowrap}
 th{font-size:.78rem;text-transform:uppercase;letter-spacing:.03em;color:var(--muted)}
 td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
 td.wrap{white-space:normal;overflow-wrap:anywhere;min-width:12rem}
+td.params{white-space:normal;overflow-wrap:anywhere;min-width:10rem;max-width:18rem;font-size:.8rem}
 .badge{display:inline-block;padding:0 .45rem;border-radius:.6rem;font-size:.78rem;
 background:var(--line)}
 .s-running{background:#dbeafe}.s-done{background:#dcfce7}.s-failed{background:#fee2e2}
@@ -70,6 +71,7 @@ svg .end{fill:var(--bad)}
 font-variant-numeric:tabular-nums}
 table.ticket{width:auto;margin:.3rem 0;border:2px solid var(--fg)}
 table.ticket td{width:2rem;height:2rem;text-align:center;border:1px solid var(--line)}
+@media (max-width:1100px){td.params,th.params{display:none}}
 @media (max-width:640px){main{padding:.6rem}th,td{padding:.3rem .4rem}
 .hide-sm{display:none}}
 "#;

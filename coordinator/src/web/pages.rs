@@ -116,7 +116,7 @@ pub fn campaigns(rows: &[CampaignRow]) -> String {
     }
     out.push_str(
         "<div class=\"scroll\"><table id=\"campaigns\"><thead><tr><th>#</th><th>Problem</th>\
-         <th class=\"hide-sm\">Parameters</th><th>State</th><th class=\"num\">Best</th><th>Proven</th>\
+         <th class=\"params hide-sm\">Parameters</th><th>State</th><th class=\"num\">Best</th><th>Proven</th>\
          <th>Progress</th><th class=\"num\">Pending</th><th class=\"num\">Leased</th>\
          <th class=\"num\">Done</th><th class=\"num\">Failed</th><th class=\"num\">Workers</th>\
          <th class=\"num\">Units/s</th><th>ETA</th></tr></thead><tbody>",
@@ -128,14 +128,14 @@ pub fn campaigns(rows: &[CampaignRow]) -> String {
             out,
             "<tr data-campaign=\"{id}\"><td><a href=\"/campaigns/{id}\">{id}</a></td>\
              <td><a href=\"/campaigns/{id}\" data-k=\"problem\">{problem}</a>{name}</td>\
-             <td class=\"wrap hide-sm\"><code>{params}</code></td><td>{state}</td>\
+             <td class=\"params hide-sm\"><code>{params}</code></td><td>{state}</td>\
              <td class=\"num\" data-k=\"value\">{value}</td><td>{proven}</td><td>{bar}</td>\
              <td class=\"num\" data-k=\"pending\">{pending}</td><td class=\"num\" data-k=\"leased\">{leased}</td>\
              <td class=\"num\" data-k=\"done\">{done}</td><td class=\"num\" data-k=\"failed\">{failed}</td>\
              <td class=\"num\" data-k=\"workers\">{workers}</td><td class=\"num\">{rate}</td><td>{eta}</td></tr>",
             id = s.campaign_id,
             problem = esc(&s.problem),
-            name = if s.name.is_empty() {
+            name = if s.name.is_empty() || s.name == format!("{} {}", s.problem, s.params_json) {
                 String::new()
             } else {
                 format!("<div class=\"small\">{}</div>", esc(&s.name))

@@ -1,0 +1,293 @@
+//! `grind watch`: live progress bars of a coordinator's campaigns in the terminal, and the
+//! same bars for `grind run` when its stdout is a terminal.
+//!
+//! The bars show what the web UI's `/api/campaigns` returns: progress with its estimate,
+//! best value, units, ETA with its interval. `grind watch` reads that JSON over the same
+//! channel its gRPC calls use (the web API shares the coordinator's port, and an HTTP/2 GET
+//! travels fine on a gRPC channel); `grind run` computes it in-process.
+
+use anyhow::Context;
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::time::Duration;
+use tokio::sync::watch;
+
+use super::admin::CoordinatorUrl;
+use super::CliError;
+use crate::core::Coordinator;
+use crate::web::html::fmt_duration;
+
+/// `grind watch` flags.
+#[derive(clap::Args, Debug)]
+pub struct WatchArgs {
+    #[command(flatten)]
+    url: CoordinatorUrl,
+    /// Watch only this campaign (and exit when it ends).
+    campaign: Option<i64>,
+    /// Refresh period in milliseconds.
+    #[arg(long, default_value_t = 1000)]
+    interval_ms: u64,
+    /// Print one snapshot as text lines and exit (also what a non-terminal gets each refresh).
+    #[arg(long)]
+    once: bool,
+}
+
+/// Progress bars, one per campaign, kept in campaign order.
+pub struct Bars {
+    multi: MultiProgress,
+    bars: BTreeMap<i64, ProgressBar>,
+}
+
+/// Bar resolution: progress is shown in thousandths.
+const STEPS: u64 = 1000;
+
+impl Bars {
+    /// Bars drawn on stdout (nothing is drawn when stdout is not a terminal).
+    pub fn on_stdout() -> Bars {
+        Bars {
+            multi: MultiProgress::with_draw_target(ProgressDrawTarget::stdout()),
+            bars: BTreeMap::new(),
+        }
+    }
+
+    /// Updates the bars from `/api/campaigns` campaign objects.
+    pub fn update(&mut self, campaigns: &[Value]) {
+        for c in campaigns {
+            let Some(id) = c["campaign"].as_i64() else {
+                continue;
+            };
+            let bar = self.bars.entry(id).or_insert_with(|| {
+                let bar = self.multi.add(ProgressBar::new(STEPS));
+                bar.set_style(
+                    ProgressStyle::with_template(
+                        "{prefix:.bold} [{bar:28.cyan/blue}] {percent:>3}% {wide_msg}",
+                    )
+                    .expect("valid template")
+                    .progress_chars("=> "),
+                );
+                bar
+            });
+            let progress = c["estimate"]["progress"]["value"].as_f64().unwrap_or(0.0);
+            bar.set_prefix(format!(
+                "#{id} {}",
+                c["problem"].as_str().unwrap_or_default()
+            ));
+            bar.set_position((progress.clamp(0.0, 1.0) * STEPS as f64) as u64);
+            bar.set_message(summary(c));
+            let ended = matches!(c["state"].as_str(), Some("done" | "failed" | "cancelled"));
+            if ended && !bar.is_finished() {
+                bar.finish();
+            }
+        }
+    }
+
+    /// Leaves the bars as they are drawn.
+    pub fn finish(&self) {
+        for bar in self.bars.values() {
+            if !bar.is_finished() {
+                bar.abandon();
+            }
+        }
+    }
+}
+
+/// One line about a campaign: state, best value, units, rate, ETA.
+pub fn summary(c: &Value) -> String {
+    let units = &c["units"];
+    let n = |k: &str| units[k].as_u64().unwrap_or(0);
+    let total = n("pending") + n("verifying") + n("leased") + n("done") + n("failed");
+    let open = if units["split_complete"].as_bool() == Some(false) {
+        "+"
+    } else {
+        ""
+    };
+    let value = c["value"].as_str().unwrap_or("—");
+    let proven = if c["proven"].as_bool() == Some(true) {
+        " proven"
+    } else {
+        ""
+    };
+    let state = c["state"].as_str().unwrap_or("?");
+    let mut line = format!(
+        "{state} best {value}{proven} · {}/{total}{open} units",
+        n("done")
+    );
+    if n("failed") > 0 {
+        line += &format!(" ({} failed)", n("failed"));
+    }
+    if state == "running" {
+        let rate = c["throughput"]["units_per_second"].as_f64().unwrap_or(0.0);
+        line += &format!(" · {rate:.2}/s");
+        let eta = &c["estimate"]["eta_seconds"];
+        let bound = if c["estimate"]["open_ended"].as_bool() == Some(true) {
+            "≥"
+        } else {
+            ""
+        };
+        match (
+            eta["value"].as_f64(),
+            eta["low"].as_f64(),
+            eta["high"].as_f64(),
+        ) {
+            (Some(v), Some(lo), Some(hi)) => {
+                line += &format!(
+                    " · ETA {bound}{} ({}–{})",
+                    fmt_duration(v),
+                    fmt_duration(lo),
+                    fmt_duration(hi)
+                )
+            }
+            _ => line += " · ETA unknown",
+        }
+    }
+    line
+}
+
+/// Reads `/api/campaigns` through the coordinator channel.
+async fn fetch(channel: &tonic::transport::Channel) -> anyhow::Result<Vec<Value>> {
+    use http_body_util::BodyExt;
+    use tower::ServiceExt;
+    let request = http::Request::builder()
+        .method("GET")
+        .uri("/api/campaigns")
+        .body(tonic::body::Body::empty())
+        .context("request")?;
+    let response = channel.clone().oneshot(request).await?;
+    let status = response.status();
+    let body = response.into_body().collect().await?.to_bytes();
+    anyhow::ensure!(
+        status.is_success(),
+        "the coordinator answered {status} to /api/campaigns: {}",
+        String::from_utf8_lossy(&body)
+    );
+    let value: Value = serde_json::from_slice(&body).context("/api/campaigns is not JSON")?;
+    Ok(value["campaigns"].as_array().cloned().unwrap_or_default())
+}
+
+/// Runs `grind watch`.
+pub async fn watch(args: WatchArgs) -> Result<(), CliError> {
+    let channel = tonic::transport::Endpoint::from_shared(args.url.coordinator.clone())
+        .map_err(|e| CliError::Usage(format!("bad --coordinator URL: {e}")))?
+        .connect()
+        .await
+        .with_context(|| format!("cannot reach the coordinator at {}", args.url.coordinator))?;
+    let terminal = std::io::stdout().is_terminal() && !args.once;
+    let mut bars = Bars::on_stdout();
+    let period = Duration::from_millis(args.interval_ms.max(50));
+    loop {
+        let mut campaigns = fetch(&channel).await?;
+        if let Some(id) = args.campaign {
+            campaigns.retain(|c| c["campaign"].as_i64() == Some(id));
+            if campaigns.is_empty() {
+                return Err(CliError::Usage(format!("no campaign {id}")));
+            }
+        }
+        if terminal {
+            bars.update(&campaigns);
+        } else {
+            for c in &campaigns {
+                let progress = c["estimate"]["progress"]["value"].as_f64().unwrap_or(0.0);
+                println!(
+                    "#{} {} {:5.1}% {}",
+                    c["campaign"],
+                    c["problem"].as_str().unwrap_or_default(),
+                    progress * 100.0,
+                    summary(c)
+                );
+            }
+        }
+        let all_ended = campaigns
+            .iter()
+            .all(|c| matches!(c["state"].as_str(), Some("done" | "failed" | "cancelled")));
+        if args.once || (args.campaign.is_some() && all_ended) {
+            bars.finish();
+            return Ok(());
+        }
+        tokio::time::sleep(period).await;
+    }
+}
+
+/// `grind run`'s bars: a task that redraws its campaigns until stopped. Does nothing when
+/// stdout is not a terminal.
+pub struct LocalBars {
+    stop: watch::Sender<bool>,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl LocalBars {
+    /// Starts drawing `campaign_ids` of the in-process `coordinator`.
+    pub fn start(coordinator: &Coordinator, campaign_ids: &[i64]) -> LocalBars {
+        let (stop, mut stopped) = watch::channel(false);
+        let task = std::io::stdout().is_terminal().then(|| {
+            let coordinator = coordinator.clone();
+            let ids = campaign_ids.to_vec();
+            tokio::spawn(async move {
+                let mut bars = Bars::on_stdout();
+                let mut changes = coordinator.subscribe();
+                loop {
+                    let now = coordinator.now();
+                    let rows = coordinator
+                        .store()
+                        .read(move |conn| crate::web::data::campaign_rows(conn, now))
+                        .await;
+                    if let Ok(rows) = rows {
+                        let shown: Vec<Value> = rows
+                            .iter()
+                            .filter(|r| ids.contains(&r.status.campaign_id))
+                            .map(|r| r.to_json())
+                            .collect();
+                        bars.update(&shown);
+                    }
+                    if *stopped.borrow() {
+                        bars.finish();
+                        return;
+                    }
+                    tokio::select! {
+                        _ = stopped.changed() => {}
+                        _ = tokio::time::sleep(Duration::from_millis(500)) => {
+                            let _ = tokio::time::timeout(
+                                Duration::from_millis(500),
+                                changes.changed(),
+                            )
+                            .await;
+                        }
+                    }
+                }
+            })
+        });
+        LocalBars { stop, task }
+    }
+
+    /// Draws the final state and stops.
+    pub async fn finish(mut self) {
+        let _ = self.stop.send(true);
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn summary_names_value_units_and_eta() {
+        let c = json!({
+            "campaign": 1, "problem": "primes", "state": "running", "value": "42",
+            "proven": false,
+            "units": {"pending": 3, "verifying": 0, "leased": 1, "done": 6, "failed": 0,
+                      "split_complete": true},
+            "throughput": {"units_per_second": 2.0},
+            "estimate": {"open_ended": false, "progress": {"value": 0.6},
+                         "eta_seconds": {"value": 2.0, "low": 1.0, "high": 3.0}},
+        });
+        let line = summary(&c);
+        assert!(line.contains("best 42"), "{line}");
+        assert!(line.contains("6/10 units"), "{line}");
+        assert!(line.contains("ETA 2 s (1 s–3 s)"), "{line}");
+    }
+}
