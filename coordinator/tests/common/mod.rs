@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod http;
+
 use grind_proto::v1 as pb;
 use grind_proto::v1::admin_client::AdminClient;
 use grind_proto::v1::worker_client::WorkerClient;

@@ -1,0 +1,81 @@
+//! A small HTTP/1.1 client for the web UI and API (pages, JSON, metrics, live events).
+
+use axum::body::Bytes;
+use http_body_util::{BodyExt, Empty};
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use std::time::Duration;
+
+/// A GET answer: status, content type and body text.
+pub struct Answer {
+    pub status: u16,
+    pub content_type: String,
+    pub body: String,
+}
+
+impl Answer {
+    /// The body as JSON (panics with the body when it is not).
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.body))
+    }
+}
+
+fn client() -> Client<hyper_util::client::legacy::connect::HttpConnector, Empty<Bytes>> {
+    Client::builder(TokioExecutor::new()).build_http()
+}
+
+/// GETs `base` + `path` (base like `http://127.0.0.1:1234`), with a 30 s limit.
+pub async fn get(base: &str, path: &str) -> Answer {
+    let uri: http::Uri = format!("{base}{path}").parse().expect("valid URI");
+    let fetch = async {
+        let response = client().get(uri).await.expect("HTTP GET");
+        let status = response.status().as_u16();
+        let content_type = response
+            .headers()
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string();
+        let body = response
+            .into_body()
+            .collect()
+            .await
+            .expect("body")
+            .to_bytes();
+        Answer {
+            status,
+            content_type,
+            body: String::from_utf8(body.to_vec()).expect("UTF-8 body"),
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(30), fetch)
+        .await
+        .unwrap_or_else(|_| panic!("GET {path} timed out"))
+}
+
+/// Opens a streaming GET and returns the text received until `until` holds on it (or panics
+/// after `timeout`).
+pub async fn stream_until(
+    base: &str,
+    path: &str,
+    timeout: Duration,
+    until: impl Fn(&str) -> bool,
+) -> String {
+    let uri: http::Uri = format!("{base}{path}").parse().expect("valid URI");
+    let read = async {
+        let mut body = client().get(uri).await.expect("HTTP GET").into_body();
+        let mut text = String::new();
+        while let Some(frame) = body.frame().await {
+            if let Ok(data) = frame.expect("frame").into_data() {
+                text.push_str(&String::from_utf8_lossy(&data));
+                if until(&text) {
+                    return text;
+                }
+            }
+        }
+        panic!("stream ended before the condition held: {text}");
+    };
+    tokio::time::timeout(timeout, read)
+        .await
+        .unwrap_or_else(|_| panic!("timed out reading {path}"))
+}

@@ -1,0 +1,370 @@
+//! The web front against a real `grind serve` with real workers: the JSON API agrees with
+//! `grind status --json`, pages and exports are served on the gRPC port, live events flow,
+//! `/metrics` is valid Prometheus text exposition, and `grind watch --once` reports.
+
+mod common;
+
+use common::http::{get, stream_until};
+use common::*;
+use serde_json::{json, Value};
+use std::collections::{HashMap, HashSet};
+use std::process::Command;
+use std::time::Duration;
+
+fn grind_json(args: &[&str]) -> Value {
+    let out = Command::new(grind_bin())
+        .args(args)
+        .output()
+        .expect("run grind");
+    assert!(
+        out.status.success(),
+        "grind {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("grind prints JSON")
+}
+
+/// Checks the Prometheus text exposition format (version 0.0.4) line by line: comments are
+/// HELP or TYPE lines naming a valid metric, TYPE comes once and before the family's samples,
+/// samples are `name{label="value",...} value` with valid names, escapes and numbers, and
+/// histograms have increasing cumulative buckets ending at `+Inf` equal to `_count`.
+fn check_exposition(text: &str) -> HashMap<String, f64> {
+    fn valid_name(name: &str) -> bool {
+        let mut chars = name.chars();
+        chars
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || c == ':')
+            && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
+    }
+    fn value(text: &str) -> f64 {
+        match text {
+            "+Inf" => f64::INFINITY,
+            "-Inf" => f64::NEG_INFINITY,
+            "NaN" => f64::NAN,
+            _ => text
+                .parse()
+                .unwrap_or_else(|_| panic!("bad sample value {text:?}")),
+        }
+    }
+    assert!(text.ends_with('\n'), "the exposition ends with a newline");
+    let mut types: HashMap<String, String> = HashMap::new();
+    let mut sampled: HashSet<String> = HashSet::new();
+    let mut samples = HashMap::new();
+    let mut buckets: HashMap<String, Vec<(f64, f64)>> = HashMap::new();
+    for line in text.lines() {
+        if line.is_empty() {
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("# ") {
+            let mut parts = rest.splitn(3, ' ');
+            let (keyword, name) = (parts.next().unwrap(), parts.next().unwrap_or(""));
+            assert!(valid_name(name), "bad metric name in {line:?}");
+            match keyword {
+                "HELP" => {}
+                "TYPE" => {
+                    let kind = parts.next().unwrap_or("");
+                    assert!(
+                        ["counter", "gauge", "histogram", "summary", "untyped"].contains(&kind),
+                        "bad type in {line:?}"
+                    );
+                    assert!(!sampled.contains(name), "TYPE after samples: {line:?}");
+                    assert!(
+                        types.insert(name.to_string(), kind.to_string()).is_none(),
+                        "TYPE given twice: {line:?}"
+                    );
+                }
+                _ => panic!("unknown comment {line:?}"),
+            }
+            continue;
+        }
+        assert!(!line.starts_with('#'), "bad comment {line:?}");
+        let (series, number) = line.rsplit_once(' ').expect("a sample has a value");
+        let v = value(number);
+        let (name, labels) = match series.split_once('{') {
+            Some((name, rest)) => (name, rest.strip_suffix('}').expect("labels end with }")),
+            None => (series, ""),
+        };
+        assert!(valid_name(name), "bad sample name in {line:?}");
+        // Labels: name="value" pairs, values with \\ \" \n escapes only.
+        let mut rest = labels;
+        let mut le = None;
+        let mut others = Vec::new();
+        while !rest.is_empty() {
+            let (label, after) = rest.split_once("=\"").expect("label=\"value\"");
+            assert!(valid_name(label), "bad label name in {line:?}");
+            let mut end = None;
+            let mut escaped = false;
+            for (i, c) in after.char_indices() {
+                match (escaped, c) {
+                    (true, '\\' | '"' | 'n') => escaped = false,
+                    (true, _) => panic!("bad escape in {line:?}"),
+                    (false, '\\') => escaped = true,
+                    (false, '"') => {
+                        end = Some(i);
+                        break;
+                    }
+                    (false, '\n') => panic!("raw newline in {line:?}"),
+                    _ => {}
+                }
+            }
+            let end = end.expect("closing quote");
+            if label == "le" {
+                le = Some(value(&after[..end]));
+            } else {
+                others.push(format!("{label}=\"{}\"", &after[..end]));
+            }
+            rest = &after[end + 1..];
+            rest = rest.strip_prefix(',').unwrap_or(rest);
+        }
+        let family = ["_bucket", "_sum", "_count"]
+            .iter()
+            .find_map(|s| {
+                name.strip_suffix(s)
+                    .filter(|base| types.get(*base).map(String::as_str) == Some("histogram"))
+            })
+            .unwrap_or(name);
+        assert!(
+            types.contains_key(family),
+            "sample before its TYPE: {line:?}"
+        );
+        sampled.insert(family.to_string());
+        if name.ends_with("_bucket") {
+            buckets
+                .entry(format!("{family}{{{}}}", others.join(",")))
+                .or_default()
+                .push((le.expect("a bucket has le"), v));
+        }
+        samples.insert(series.to_string(), v);
+    }
+    for (series, list) in &buckets {
+        assert!(
+            list.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 <= w[1].1),
+            "{series}: {list:?}"
+        );
+        assert_eq!(
+            list.last().unwrap().0,
+            f64::INFINITY,
+            "{series} ends at +Inf"
+        );
+    }
+    for (name, kind) in &types {
+        if kind == "histogram" {
+            let count = samples[&format!("{name}_count")];
+            let inf = buckets
+                .iter()
+                .find(|(k, _)| k.starts_with(&format!("{name}{{")))
+                .map(|(_, l)| l.last().unwrap().1)
+                .expect("buckets");
+            assert_eq!(count, inf, "{name}: +Inf bucket equals _count");
+        }
+    }
+    samples
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn web_api_pages_events_and_metrics_agree_with_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let coordinator = start_coordinator(dir.path(), 3000, &[]);
+    let base = coordinator.url.clone();
+    let mut admin = admin(&base).await;
+    // A count campaign (every unit replicated, so results are checked) and an optimisation one.
+    let primes = create(
+        &mut admin,
+        "primes",
+        json!({"from": 0, "to": 200_000, "unit": 10_000}),
+        1.0,
+    )
+    .await;
+    let topswops = create(&mut admin, "topswops", json!({"n": 7}), 0.0).await;
+    let _w1 = start_worker(&base, "web-a", 1);
+    let _w2 = start_worker(&base, "web-b", 1);
+    for id in [primes, topswops] {
+        let c = wait_finished(&mut admin, id, Duration::from_secs(120)).await;
+        assert_eq!(c.state, "done", "campaign {id}");
+    }
+    let url = base.trim_start_matches("http://").to_string();
+    let coordinator_flag = format!("--coordinator=http://{url}");
+
+    // /api/campaigns carries what `grind status --json` says, plus estimates.
+    let status = grind_json(&["status", &coordinator_flag, "--json"]);
+    let api = get(&base, "/api/campaigns").await;
+    assert_eq!(api.status, 200);
+    assert!(api.content_type.starts_with("application/json"));
+    let api = api.json();
+    for (ours, theirs) in api["campaigns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(status["campaigns"].as_array().unwrap())
+    {
+        for key in [
+            "campaign", "problem", "state", "value", "proven", "units", "workers", "params",
+        ] {
+            assert_eq!(ours[key], theirs[key], "{key}");
+        }
+        assert_eq!(ours["estimate"]["progress"]["value"], 1.0);
+        assert_eq!(ours["estimate"]["method"], "finished");
+    }
+    assert_eq!(
+        api["campaigns"][0]["value"],
+        primes_between(0, 200_000).to_string()
+    );
+
+    // One campaign: improvements with provenance, events, exports.
+    let one = get(&base, &format!("/api/campaigns/{topswops}"))
+        .await
+        .json();
+    assert_eq!(one["value"], "16", "f(7) = 16");
+    let improvements = one["improvements"].as_array().unwrap();
+    assert!(!improvements.is_empty());
+    let last = improvements.last().unwrap();
+    assert_eq!(last["score"], 16);
+    assert!(
+        ["web-a", "web-b"].contains(&last["worker"].as_str().unwrap()),
+        "{last}"
+    );
+    assert!(!last["worker_version"].as_str().unwrap().is_empty());
+    assert!(one["rendering"].as_str().unwrap().contains("16 flips"));
+    assert!(!one["events"].as_array().unwrap().is_empty());
+    let export = get(&base, &format!("/api/campaigns/{topswops}/export")).await;
+    assert_eq!(export.status, 200);
+    assert_eq!(export.body, one["rendering"].as_str().unwrap());
+    let provenance = get(&base, &format!("/api/campaigns/{topswops}/provenance"))
+        .await
+        .json();
+    assert_eq!(provenance["value"], "16");
+    let events = get(&base, &format!("/api/campaigns/{primes}/events?limit=5"))
+        .await
+        .json();
+    let events = events["events"].as_array().unwrap();
+    assert_eq!(events.len(), 5);
+    assert!(
+        events[0]["id"].as_i64() > events[4]["id"].as_i64(),
+        "newest first"
+    );
+    assert_eq!(get(&base, "/api/campaigns/999").await.status, 404);
+
+    // Workers agree with `grind status --json`.
+    let workers = get(&base, "/api/workers").await.json();
+    let theirs = status["workers"].as_array().unwrap();
+    let ours = workers["workers"].as_array().unwrap();
+    assert_eq!(ours.len(), 2);
+    for (o, t) in ours.iter().zip(theirs) {
+        for key in [
+            "worker_id",
+            "name",
+            "host",
+            "cores",
+            "units_done",
+            "cpu_seconds",
+            "version",
+        ] {
+            assert_eq!(o[key], t[key], "{key}");
+        }
+        assert_eq!(o["stale"], false);
+    }
+    let found: u64 = ours
+        .iter()
+        .map(|w| w["improvements"].as_u64().unwrap())
+        .sum();
+    assert_eq!(found as usize, improvements.len());
+
+    // Pages and drawings.
+    let page = get(&base, "/").await;
+    assert!(page.content_type.starts_with("text/html"));
+    assert!(page.body.contains(&format!("data-campaign=\"{primes}\"")));
+    let page = get(&base, &format!("/campaigns/{topswops}")).await;
+    assert!(page.body.contains("class=\"deck\""), "the deck is drawn");
+    assert!(
+        page.body.contains("class=\"plot\""),
+        "the best-value plot is drawn"
+    );
+    let svg = get(&base, &format!("/campaigns/{topswops}/best.svg")).await;
+    assert_eq!(svg.content_type, "image/svg+xml");
+    assert!(get(&base, "/workers").await.body.contains("web-a"));
+    assert!(get(&base, "/static/grind.css")
+        .await
+        .body
+        .contains("--accent"));
+    assert!(get(&base, "/static/grind.js")
+        .await
+        .body
+        .contains("EventSource"));
+
+    // Live events: a change event arrives on the stream.
+    let text = stream_until(&base, "/api/events", Duration::from_secs(15), |t| {
+        t.contains("event: change")
+    })
+    .await;
+    assert!(text.contains("data: "), "{text}");
+
+    // Metrics: valid exposition, and the numbers match the campaigns.
+    let metrics = get(&base, "/metrics").await;
+    assert!(metrics
+        .content_type
+        .starts_with("text/plain; version=0.0.4"));
+    let samples = check_exposition(&metrics.body);
+    let scrape =
+        prometheus_parse::Scrape::parse(metrics.body.lines().map(|l| Ok(l.to_string()))).unwrap();
+    assert!(scrape.samples.len() >= 20, "a parser reads the samples too");
+    let done: u64 = api["campaigns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["units"]["done"].as_u64().unwrap())
+        .sum();
+    assert_eq!(samples["grind_units_done_total"], done as f64);
+    assert!(samples["grind_leases_granted_total"] >= done as f64);
+    assert!(samples["grind_results_total"] >= done as f64);
+    assert_eq!(
+        samples["grind_improvements_accepted_total"],
+        improvements.len() as f64
+    );
+    assert_eq!(samples["grind_workers_registered"], 2.0);
+    assert!(samples["grind_leases_renewed_total"] >= 0.0);
+    assert!(samples["grind_store_transaction_seconds_count"] > 0.0);
+    assert_eq!(
+        samples[&format!(
+            "grind_campaign_best_value{{campaign=\"{topswops}\",objective=\"max\",problem=\"topswops\"}}"
+        )],
+        16.0
+    );
+    assert!(samples.contains_key("grind_replication_disagreements_total"));
+    assert!(samples.contains_key("grind_leases_expired_total"));
+    assert!(samples.contains_key("grind_units_failed_total"));
+    assert!(samples.contains_key("grind_improvements_rejected_total"));
+    assert!(samples.contains_key("grind_workers_connected"));
+
+    // `grind watch --once` prints one line per campaign from the same API.
+    let out = Command::new(grind_bin())
+        .args(["watch", &coordinator_flag, "--once"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains(&format!("#{primes} primes")), "{text}");
+    assert!(text.contains("best 16 proven"), "{text}");
+}
+
+#[test]
+fn exposition_checker_refuses_bad_text() {
+    let good = "# HELP a_total x\n# TYPE a_total counter\na_total{k=\"v\\\"\"} 3\n";
+    assert_eq!(check_exposition(good)["a_total{k=\"v\\\"\"}"], 3.0);
+    for bad in [
+        "a_total 3\n",                               // no TYPE
+        "# TYPE a counter\na{k=v} 1\n",              // unquoted label
+        "# TYPE a counter\na 1x\n",                  // bad number
+        "# TYPE a counter\n# TYPE a counter\na 1\n", // TYPE twice
+        "# TYPE 1a counter\n",                       // bad name
+        "# TYPE a counter\na 1",                     // no final newline
+    ] {
+        assert!(
+            std::panic::catch_unwind(|| check_exposition(bad)).is_err(),
+            "accepted {bad:?}"
+        );
+    }
+}
