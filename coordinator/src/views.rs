@@ -137,14 +137,19 @@ pub fn campaigns(conn: &Connection) -> Result<Vec<pb::CampaignStatus>, Error> {
     Ok(out)
 }
 
-/// Every registered worker with its activity.
+/// Every registered worker with its activity. One pass over results and active leases (a
+/// per-worker subquery scanned every result once per worker: 0.3 s for 200 workers and 10,000
+/// results).
 pub fn workers(conn: &Connection) -> Result<Vec<pb::WorkerInfo>, Error> {
     let mut stmt = conn.prepare_cached(
         "SELECT w.id, w.name, w.host, w.cores, w.version, w.git_commit, w.registered_ms, w.last_seen_ms,
-            (SELECT count(*) FROM leases l WHERE l.worker_id = w.id AND l.state = 'active'),
-            (SELECT count(*) FROM results r WHERE r.worker_id = w.id AND r.status = 'accepted'),
-            (SELECT coalesce(sum(cpu_seconds), 0) FROM results r WHERE r.worker_id = w.id)
-         FROM workers w ORDER BY w.id",
+            coalesce(l.active, 0), coalesce(r.accepted, 0), coalesce(r.cpu, 0)
+         FROM workers w
+         LEFT JOIN (SELECT worker_id, count(*) AS active FROM leases WHERE state = 'active'
+                    GROUP BY worker_id) l ON l.worker_id = w.id
+         LEFT JOIN (SELECT worker_id, sum(status = 'accepted') AS accepted, sum(cpu_seconds) AS cpu
+                    FROM results GROUP BY worker_id) r ON r.worker_id = w.id
+         ORDER BY w.id",
     )?;
     let rows = stmt.query_map([], |r| {
         Ok(pb::WorkerInfo {

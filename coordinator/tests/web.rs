@@ -243,6 +243,7 @@ async fn web_api_pages_events_and_metrics_agree_with_status() {
         "newest first"
     );
     assert_eq!(get(&base, "/api/campaigns/999").await.status, 404);
+    assert_eq!(get(&base, "/no/such/page").await.status, 404);
 
     // Workers agree with `grind status --json`.
     let workers = get(&base, "/api/workers").await.json();

@@ -36,7 +36,23 @@ pub fn router(coordinator: Coordinator, closing: watch::Receiver<bool>) -> Route
         .route("/api/workers", get(api::workers))
         .route("/api/events", get(events::stream))
         .route("/metrics", get(api::metrics))
+        .fallback(not_found)
         .with_state(state)
+}
+
+/// Unknown paths: gRPC's `UNIMPLEMENTED` for gRPC requests (an unknown service or method), a
+/// plain 404 for everyone else.
+async fn not_found(headers: HeaderMap) -> Response {
+    let grpc = headers
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/grpc"));
+    if grpc {
+        tonic::Status::unimplemented("no such service or method")
+            .into_http::<axum::body::Body>()
+            .into_response()
+    } else {
+        (StatusCode::NOT_FOUND, "not found\n").into_response()
+    }
 }
 
 /// A page: the body alone for the live-update script, else the whole document.
