@@ -7,6 +7,7 @@
 //! verification), [`service`] (gRPC handlers), [`server`] (serving), [`cli`] (the `grind`
 //! command line).
 
+pub mod auth;
 pub mod cli;
 pub mod clock;
 pub mod config;
@@ -18,6 +19,7 @@ pub mod schema;
 pub mod server;
 pub mod service;
 pub mod store;
+pub mod tls;
 pub mod views;
 
 pub use crate::core::Coordinator;

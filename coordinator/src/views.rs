@@ -143,7 +143,8 @@ pub fn workers(conn: &Connection) -> Result<Vec<pb::WorkerInfo>, Error> {
         "SELECT w.id, w.name, w.host, w.cores, w.version, w.git_commit, w.registered_ms, w.last_seen_ms,
             (SELECT count(*) FROM leases l WHERE l.worker_id = w.id AND l.state = 'active'),
             (SELECT count(*) FROM results r WHERE r.worker_id = w.id AND r.status = 'accepted'),
-            (SELECT coalesce(sum(cpu_seconds), 0) FROM results r WHERE r.worker_id = w.id)
+            (SELECT coalesce(sum(cpu_seconds), 0) FROM results r WHERE r.worker_id = w.id),
+            w.banned
          FROM workers w ORDER BY w.id",
     )?;
     let rows = stmt.query_map([], |r| {
@@ -159,6 +160,7 @@ pub fn workers(conn: &Connection) -> Result<Vec<pb::WorkerInfo>, Error> {
             active_leases: r.get::<_, i64>(8)? as u32,
             units_done: r.get::<_, i64>(9)? as u64,
             cpu_seconds: r.get(10)?,
+            banned: r.get(11)?,
         })
     })?;
     Ok(rows.collect::<Result<_, _>>()?)

@@ -48,14 +48,18 @@ impl Rig {
 
     async fn worker(&self, name: &str) -> i64 {
         self.coordinator
-            .register(pb::RegisterRequest {
-                name: name.into(),
-                host: "h".into(),
-                cores: 1,
-                version: "v".into(),
-                git_commit: "c".into(),
-                previous_worker_id: 0,
-            })
+            .register(
+                pb::RegisterRequest {
+                    name: name.into(),
+                    host: "h".into(),
+                    cores: 1,
+                    version: "v".into(),
+                    git_commit: "c".into(),
+                    previous_worker_id: 0,
+                },
+                None,
+                None,
+            )
             .await
             .unwrap()
             .worker_id

@@ -5,6 +5,7 @@ pub mod admin;
 pub mod problem_args;
 pub mod render;
 pub mod run;
+pub mod security;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -40,6 +41,17 @@ pub enum Command {
     Leaderboard(admin::LeaderboardArgs),
     /// List the problems this build can run.
     Problems,
+    /// List or ban workers.
+    #[command(subcommand)]
+    Worker(admin::WorkerCommand),
+    /// Create, list or revoke access tokens (offline, against the database).
+    #[command(subcommand)]
+    Token(security::TokenCommand),
+    /// Make TLS certificates for quick starts.
+    #[command(subcommand)]
+    Cert(security::CertCommand),
+    /// Take a consistent snapshot of a coordinator's database (safe while it runs).
+    Backup(security::BackupArgs),
 }
 
 /// `grind serve` flags.
@@ -63,6 +75,28 @@ pub struct ServeArgs {
     /// Default failed attempts after which a unit is marked failed.
     #[arg(long, default_value_t = 3)]
     pub max_attempts: u32,
+    /// Refuse every grind call without a valid token (always on when --listen is not a
+    /// loopback address). Health and reflection stay open.
+    #[arg(long)]
+    pub require_auth: bool,
+    /// TLS certificate chain (PEM); needs --tls-key.
+    #[arg(long, requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// TLS private key (PEM); needs --tls-cert.
+    #[arg(long, requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Allow plain-text connections on a non-loopback address (tokens then travel in clear).
+    #[arg(long)]
+    pub allow_plaintext: bool,
+    /// Calls a second each worker may make.
+    #[arg(long, default_value_t = 200)]
+    pub worker_calls_per_second: u32,
+    /// Registrations a second accepted from one address.
+    #[arg(long, default_value_t = 1000)]
+    pub registrations_per_second: u32,
+    /// Most active leases one worker may hold.
+    #[arg(long, default_value_t = 1024)]
+    pub max_leases_per_worker: u32,
 }
 
 /// A command-line failure with the exit code it deserves.
@@ -124,6 +158,10 @@ pub async fn dispatch(cli: Cli) -> Result<(), CliError> {
         Command::Export(args) => admin::export(args).await,
         Command::Import(args) => admin::import(args).await,
         Command::Leaderboard(args) => admin::leaderboard(args).await,
+        Command::Worker(cmd) => admin::worker(cmd).await,
+        Command::Token(cmd) => security::token(cmd),
+        Command::Cert(cmd) => security::cert(cmd),
+        Command::Backup(args) => security::backup(args),
         Command::Problems => {
             for entry in grind_shared::registry::registry() {
                 println!("{:<12} {}", entry.name, entry.about);

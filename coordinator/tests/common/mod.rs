@@ -77,6 +77,11 @@ impl Proc {
         (Proc { child, log }, stdout)
     }
 
+    /// Spawns `cmd` with its output collected.
+    pub fn spawn_command(cmd: Command) -> Proc {
+        Proc::spawn(cmd).0
+    }
+
     /// Everything the process wrote to stderr so far.
     pub fn log(&self) -> String {
         self.log.lock().unwrap().clone()
