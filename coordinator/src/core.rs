@@ -489,6 +489,7 @@ impl Coordinator {
                         name: &req.name,
                         verify_rate: (req.verify_rate >= 0.0).then_some(req.verify_rate),
                         max_attempts: (req.max_attempts > 0).then_some(req.max_attempts),
+                        family: (!req.family.is_empty()).then_some(req.family.as_str()),
                     },
                 )
             })

@@ -123,6 +123,8 @@ pub struct NewCampaign<'a> {
     pub verify_rate: Option<f64>,
     /// Failed attempts before a unit fails; `None` = server default.
     pub max_attempts: Option<u32>,
+    /// The family (contest) label the campaign belongs to, if any.
+    pub family: Option<&'a str>,
 }
 
 /// Most campaigns one family of parameters may create.
@@ -136,6 +138,15 @@ pub fn create_campaigns(ctx: &Ctx, new: &NewCampaign) -> Result<Vec<i64>, Error>
         .map_err(|e| Error::InvalidArgument(format!("parameters are not JSON: {e}")))?;
     let Some(members) = entry.family(&params)? else {
         return Ok(vec![create_campaign(ctx, new)?]);
+    };
+    if new.family.is_some_and(|f| f.len() > 200) {
+        return Err(Error::InvalidArgument(
+            "a family label must be at most 200 bytes".into(),
+        ));
+    }
+    let label = match new.family {
+        Some(label) => label.to_string(),
+        None => format!("{} {}", new.problem, params),
     };
     if members.is_empty() || members.len() > MAX_FAMILY_MEMBERS {
         return Err(Error::InvalidArgument(format!(
@@ -158,6 +169,7 @@ pub fn create_campaigns(ctx: &Ctx, new: &NewCampaign) -> Result<Vec<i64>, Error>
                 &NewCampaign {
                     params_json: &params_json,
                     name: &name,
+                    family: Some(&label),
                     ..*new
                 },
             )
@@ -193,8 +205,8 @@ pub fn create_campaign(ctx: &Ctx, new: &NewCampaign) -> Result<i64, Error> {
     ctx.conn
         .prepare_cached(
             "INSERT INTO campaigns (name, problem, params_json, objective, exhaustive,
-                 solver_version, state, created_ms, verify_rate, max_attempts, seed, bound)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'running', ?7, ?8, ?9, ?10, ?11)",
+                 solver_version, state, created_ms, verify_rate, max_attempts, seed, bound, family)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'running', ?7, ?8, ?9, ?10, ?11, ?12)",
         )?
         .execute(params![
             name,
@@ -208,6 +220,7 @@ pub fn create_campaign(ctx: &Ctx, new: &NewCampaign) -> Result<i64, Error> {
             max_attempts,
             seed,
             problem.initial_bound(),
+            new.family,
         ])?;
     let id = ctx.conn.last_insert_rowid();
     event(

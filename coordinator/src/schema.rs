@@ -152,6 +152,11 @@ CREATE TABLE tokens (
 ALTER TABLE workers ADD COLUMN token_id INTEGER REFERENCES tokens(id);
 ALTER TABLE workers ADD COLUMN banned_ms INTEGER;
 "#,
+    r#"
+-- v4: campaigns created together (a family, a contest) share a label.
+ALTER TABLE campaigns ADD COLUMN family TEXT;
+CREATE INDEX campaigns_by_family ON campaigns (family, id);
+"#,
 ];
 
 /// The schema version this binary writes.

@@ -9,7 +9,7 @@ use crate::error::Error;
 
 const CAMPAIGN_COLUMNS: &str = "id, name, problem, params_json, objective, state, exhaustive,
     best_score, best_solution, total, samples, created_ms, finished_ms, cpu_seconds, nodes,
-    verify_rate, best_event, split_done, solver_version";
+    verify_rate, best_event, split_done, solver_version, family";
 
 fn campaign_from_row(conn: &Connection, r: &Row) -> Result<pb::CampaignStatus, Error> {
     let id: i64 = r.get(0)?;
@@ -57,6 +57,7 @@ fn campaign_from_row(conn: &Connection, r: &Row) -> Result<pb::CampaignStatus, E
         },
         samples: samples as u64,
         solver_version: r.get(18)?,
+        family: r.get::<_, Option<String>>(19)?.unwrap_or_default(),
     })
 }
 

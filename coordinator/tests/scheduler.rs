@@ -41,6 +41,7 @@ impl Rig {
                 name: String::new(),
                 verify_rate: -1.0,
                 max_attempts: 0,
+                family: String::new(),
             })
             .await
             .unwrap()[0]

@@ -148,7 +148,8 @@ pub struct LeaderboardArgs {
     json: bool,
 }
 
-async fn connect(url: &CoordinatorUrl) -> Result<AdminClient<AuthChannel>, CliError> {
+/// An admin client for `url`, with its token and TLS settings.
+pub async fn connect(url: &CoordinatorUrl) -> Result<AdminClient<AuthChannel>, CliError> {
     let access = Access::from_sources(
         url.token.clone(),
         url.token_file.as_deref(),
@@ -168,7 +169,8 @@ async fn connect(url: &CoordinatorUrl) -> Result<AdminClient<AuthChannel>, CliEr
         .max_encoding_message_size(256 << 20))
 }
 
-fn failed(status: tonic::Status) -> CliError {
+/// A refused call as a command-line error (usage errors exit 2).
+pub fn failed(status: tonic::Status) -> CliError {
     let message = format!("{}: {}", status.code(), status.message());
     match status.code() {
         tonic::Code::InvalidArgument | tonic::Code::NotFound | tonic::Code::FailedPrecondition => {
@@ -178,7 +180,8 @@ fn failed(status: tonic::Status) -> CliError {
     }
 }
 
-fn print_json(value: &serde_json::Value) {
+/// Prints pretty JSON.
+pub fn print_json(value: &serde_json::Value) {
     println!(
         "{}",
         serde_json::to_string_pretty(value).unwrap_or_default()
@@ -198,6 +201,7 @@ pub async fn campaign(cmd: CampaignCommand) -> Result<(), CliError> {
                     name: parsed.options.name,
                     verify_rate: parsed.options.verify_rate.unwrap_or(-1.0),
                     max_attempts: parsed.options.max_attempts.unwrap_or(0),
+                    family: String::new(),
                 })
                 .await
                 .map_err(failed)?

@@ -2,6 +2,7 @@
 //! Problem flags are not declared here: each problem's own flags come from the registry.
 
 pub mod admin;
+pub mod contest;
 pub mod problem_args;
 pub mod render;
 pub mod run;
@@ -41,6 +42,9 @@ pub enum Command {
     Leaderboard(admin::LeaderboardArgs),
     /// List the problems this build can run.
     Problems,
+    /// Enter contests: a family of campaigns scored and submitted together.
+    #[command(subcommand)]
+    Contest(contest::ContestCommand),
     /// List or ban workers.
     #[command(subcommand)]
     Worker(admin::WorkerCommand),
@@ -159,6 +163,7 @@ pub async fn dispatch(cli: Cli) -> Result<(), CliError> {
         Command::Import(args) => admin::import(args).await,
         Command::Leaderboard(args) => admin::leaderboard(args).await,
         Command::Worker(cmd) => admin::worker(cmd).await,
+        Command::Contest(cmd) => contest::contest(cmd).await,
         Command::Token(cmd) => security::token(cmd),
         Command::Cert(cmd) => security::cert(cmd),
         Command::Backup(args) => security::backup(args),

@@ -112,6 +112,11 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
     ));
 
     let mut campaign_ids = Vec::with_capacity(parsed.members.len());
+    let family = if parsed.members.len() > 1 {
+        format!("{} {}", parsed.entry.name, parsed.params)
+    } else {
+        String::new()
+    };
     for member in &parsed.members {
         let params_json = member.to_string();
         let id = match find_resumable(&coordinator, parsed.entry.name, &params_json).await? {
@@ -126,6 +131,7 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
                     name: String::new(),
                     verify_rate: opts.verify_rate,
                     max_attempts: 0,
+                    family: family.clone(),
                 })
                 .await
                 .map_err(|e| CliError::Usage(e.to_string()))?[0],

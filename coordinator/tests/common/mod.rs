@@ -228,6 +228,7 @@ pub async fn create(
             name: String::new(),
             verify_rate,
             max_attempts: 0,
+            family: String::new(),
         })
         .await
         .expect("create campaign")
