@@ -20,6 +20,12 @@ pub struct Config {
     pub split_batch: usize,
     /// Most leases handed out in one Lease call.
     pub max_capacity: u32,
+    /// Most active leases one worker may hold.
+    pub max_leases_per_worker: u32,
+    /// Calls a second each worker identity may make (bursts of as many).
+    pub worker_calls_per_second: u32,
+    /// Registrations a second accepted from one network address (bursts of as many).
+    pub registrations_per_second: u32,
 }
 
 impl Default for Config {
@@ -33,6 +39,9 @@ impl Default for Config {
             sweep_interval_ms: 500,
             split_batch: 256,
             max_capacity: 256,
+            max_leases_per_worker: 1024,
+            worker_calls_per_second: 200,
+            registrations_per_second: 1000,
         }
     }
 }

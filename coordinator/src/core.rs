@@ -8,6 +8,7 @@ use grind_shared::problem::{Objective, Problem};
 use std::sync::Arc;
 use tokio::sync::watch;
 
+use crate::auth::{Authenticator, Caller, Role};
 use crate::clock::Clock;
 use crate::config::Config;
 use crate::error::Error;
@@ -15,6 +16,7 @@ use crate::problems::Problems;
 use crate::scheduler::{self, Action, ChildUnit, Ctx, NewCampaign, Usage, VerifiedResult};
 use crate::store::Store;
 use crate::views;
+use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 
 /// Largest solution document accepted (bytes of JSON).
 pub const MAX_SOLUTION_BYTES: usize = 4 << 20;
@@ -38,11 +40,21 @@ struct Inner {
     bounds: watch::Sender<Vec<pb::CampaignBound>>,
     /// Workers whose last lease request came back short, and when (ms).
     hungry: std::sync::Mutex<std::collections::HashMap<i64, i64>>,
+    /// Workers known not to be banned, with the token they registered with.
+    admitted: std::sync::Mutex<std::collections::HashMap<i64, Option<i64>>>,
+    /// Calls per second allowed to each worker identity.
+    worker_calls: DefaultKeyedRateLimiter<i64>,
+    /// Registrations per second allowed from each network address.
+    registrations: DefaultKeyedRateLimiter<std::net::IpAddr>,
 }
 
 impl Coordinator {
     /// A coordinator over an opened store.
     pub fn new(store: Store, clock: Arc<dyn Clock>, config: Config) -> Coordinator {
+        let config_limits = (
+            config.worker_calls_per_second,
+            config.registrations_per_second,
+        );
         let (changes, _) = watch::channel(0);
         let (bounds, _) = watch::channel(Vec::new());
         Coordinator {
@@ -54,6 +66,9 @@ impl Coordinator {
                 changes,
                 bounds,
                 hungry: Default::default(),
+                admitted: Default::default(),
+                worker_calls: RateLimiter::keyed(per_second(config_limits.0)),
+                registrations: RateLimiter::keyed(per_second(config_limits.1)),
             }),
         }
     }
@@ -180,11 +195,29 @@ impl Coordinator {
 
     // ---- worker API ------------------------------------------------------------------------
 
-    /// Registers a worker.
-    pub async fn register(&self, req: pb::RegisterRequest) -> Result<pb::RegisterReply, Error> {
+    /// Registers a worker; `caller` is the token it authenticated with (if the coordinator
+    /// requires tokens) and `peer` its network address (registrations are rate-limited per
+    /// address).
+    pub async fn register(
+        &self,
+        req: pb::RegisterRequest,
+        caller: Option<Caller>,
+        peer: Option<std::net::IpAddr>,
+    ) -> Result<pb::RegisterReply, Error> {
+        if let Some(ip) = peer {
+            if self.inner.registrations.check_key(&ip).is_err() {
+                return Err(Error::ResourceExhausted(format!(
+                    "too many registrations from {ip}; slow down"
+                )));
+            }
+        }
+        let token_id = caller.map(|c| c.token_id);
         let worker_id = self
-            .write(move |ctx| scheduler::register_worker(ctx, &req))
+            .write(move |ctx| scheduler::register_worker(ctx, &req, token_id))
             .await?;
+        if let Ok(mut admitted) = self.inner.admitted.lock() {
+            admitted.insert(worker_id, token_id);
+        }
         Ok(pb::RegisterReply {
             worker_id,
             lease_ttl_ms: self.inner.config.lease_ttl_ms,
@@ -368,6 +401,84 @@ impl Coordinator {
             .await
     }
 
+    /// Admits a call from worker `worker_id`: refused when the worker is unknown or banned,
+    /// when its identity belongs to another token than the caller's (admin tokens may act
+    /// for any worker), or when the worker calls faster than its rate limit.
+    pub async fn admit(&self, worker_id: i64, caller: Option<Caller>) -> Result<(), Error> {
+        if self.inner.worker_calls.check_key(&worker_id).is_err() {
+            return Err(Error::ResourceExhausted(format!(
+                "worker {worker_id} calls too often; slow down"
+            )));
+        }
+        let cached = self
+            .inner
+            .admitted
+            .lock()
+            .map_err(|_| Error::Internal("worker table poisoned".into()))?
+            .get(&worker_id)
+            .copied();
+        let token_id = match cached {
+            Some(token_id) => token_id,
+            None => {
+                let standing = self
+                    .inner
+                    .store
+                    .read(move |conn| scheduler::worker_standing(conn, worker_id))
+                    .await?;
+                match standing {
+                    None => {
+                        return Err(Error::NotFound(format!(
+                            "unknown worker {worker_id}: register first"
+                        )))
+                    }
+                    Some((_, true)) => {
+                        return Err(Error::PermissionDenied(format!(
+                            "worker {worker_id} is banned"
+                        )))
+                    }
+                    Some((token_id, false)) => {
+                        if let Ok(mut admitted) = self.inner.admitted.lock() {
+                            admitted.insert(worker_id, token_id);
+                        }
+                        token_id
+                    }
+                }
+            }
+        };
+        match caller {
+            Some(c) if c.role != Role::Admin && token_id != Some(c.token_id) => {
+                Err(Error::PermissionDenied(format!(
+                    "worker {worker_id} was registered with another token"
+                )))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Bans a worker (see [`scheduler::ban_worker`]); returns how many leases it lost.
+    pub async fn ban_worker(&self, worker_id: i64, reason: String) -> Result<usize, Error> {
+        let taken = self
+            .write(move |ctx| scheduler::ban_worker(ctx, worker_id, &reason))
+            .await?;
+        if let Ok(mut admitted) = self.inner.admitted.lock() {
+            admitted.remove(&worker_id);
+        }
+        self.changed();
+        Ok(taken)
+    }
+
+    /// Re-reads the token table into `auth`.
+    pub async fn reload_tokens(&self, auth: &Arc<Authenticator>) -> Result<(), Error> {
+        let auth = auth.clone();
+        self.inner.store.read(move |conn| auth.reload(conn)).await
+    }
+
+    /// Forgets rate-limit state of callers not seen lately (called by the sweep).
+    pub fn trim_rate_limits(&self) {
+        self.inner.worker_calls.retain_recent();
+        self.inner.registrations.retain_recent();
+    }
+
     // ---- admin API -------------------------------------------------------------------------
 
     /// Creates a campaign, or one per member when the parameters name a family; returns
@@ -386,6 +497,7 @@ impl Coordinator {
                         name: &req.name,
                         verify_rate: (req.verify_rate >= 0.0).then_some(req.verify_rate),
                         max_attempts: (req.max_attempts > 0).then_some(req.max_attempts),
+                        family: (!req.family.is_empty()).then_some(req.family.as_str()),
                     },
                 )
             })
@@ -669,4 +781,9 @@ async fn verify_samples(
     })
     .await
     .map_err(|e| Error::Internal(format!("sample verifier crashed: {e}")))?
+}
+
+/// A quota of `n` calls a second (at least one), with bursts of up to `n` calls.
+fn per_second(n: u32) -> Quota {
+    Quota::per_second(std::num::NonZeroU32::new(n.max(1)).unwrap_or(std::num::NonZeroU32::MIN))
 }

@@ -24,6 +24,9 @@ pub enum Error {
     /// A problem rejected parameters, a unit, a solution or a result.
     #[error(transparent)]
     Problem(#[from] ProblemError),
+    /// The caller exceeded a rate limit; it may retry later.
+    #[error("{0}")]
+    ResourceExhausted(String),
     /// The coordinator cannot serve right now.
     #[error("{0}")]
     Unavailable(String),
@@ -41,6 +44,7 @@ impl From<Error> for Status {
             Error::PermissionDenied(_) => Code::PermissionDenied,
             Error::FailedPrecondition(_) => Code::FailedPrecondition,
             Error::Unavailable(_) => Code::Unavailable,
+            Error::ResourceExhausted(_) => Code::ResourceExhausted,
         };
         Status::new(code, err.to_string())
     }

@@ -8,6 +8,7 @@
 //! API, live updates) and [`metrics`] (Prometheus) on the same port, [`cli`] (the `grind`
 //! command line).
 
+pub mod auth;
 pub mod cli;
 pub mod clock;
 pub mod config;
@@ -20,6 +21,7 @@ pub mod schema;
 pub mod server;
 pub mod service;
 pub mod store;
+pub mod tls;
 pub mod views;
 pub mod web;
 

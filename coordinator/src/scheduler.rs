@@ -123,6 +123,8 @@ pub struct NewCampaign<'a> {
     pub verify_rate: Option<f64>,
     /// Failed attempts before a unit fails; `None` = server default.
     pub max_attempts: Option<u32>,
+    /// The family (contest) label the campaign belongs to, if any.
+    pub family: Option<&'a str>,
 }
 
 /// Most campaigns one family of parameters may create.
@@ -136,6 +138,15 @@ pub fn create_campaigns(ctx: &Ctx, new: &NewCampaign) -> Result<Vec<i64>, Error>
         .map_err(|e| Error::InvalidArgument(format!("parameters are not JSON: {e}")))?;
     let Some(members) = entry.family(&params)? else {
         return Ok(vec![create_campaign(ctx, new)?]);
+    };
+    if new.family.is_some_and(|f| f.len() > 200) {
+        return Err(Error::InvalidArgument(
+            "a family label must be at most 200 bytes".into(),
+        ));
+    }
+    let label = match new.family {
+        Some(label) => label.to_string(),
+        None => format!("{} {}", new.problem, params),
     };
     if members.is_empty() || members.len() > MAX_FAMILY_MEMBERS {
         return Err(Error::InvalidArgument(format!(
@@ -158,6 +169,7 @@ pub fn create_campaigns(ctx: &Ctx, new: &NewCampaign) -> Result<Vec<i64>, Error>
                 &NewCampaign {
                     params_json: &params_json,
                     name: &name,
+                    family: Some(&label),
                     ..*new
                 },
             )
@@ -193,8 +205,8 @@ pub fn create_campaign(ctx: &Ctx, new: &NewCampaign) -> Result<i64, Error> {
     ctx.conn
         .prepare_cached(
             "INSERT INTO campaigns (name, problem, params_json, objective, exhaustive,
-                 solver_version, state, created_ms, verify_rate, max_attempts, seed, bound)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'running', ?7, ?8, ?9, ?10, ?11)",
+                 solver_version, state, created_ms, verify_rate, max_attempts, seed, bound, family)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'running', ?7, ?8, ?9, ?10, ?11, ?12)",
         )?
         .execute(params![
             name,
@@ -208,6 +220,7 @@ pub fn create_campaign(ctx: &Ctx, new: &NewCampaign) -> Result<i64, Error> {
             max_attempts,
             seed,
             problem.initial_bound(),
+            new.family,
         ])?;
     let id = ctx.conn.last_insert_rowid();
     event(
@@ -225,7 +238,11 @@ pub fn create_campaign(ctx: &Ctx, new: &NewCampaign) -> Result<i64, Error> {
 }
 
 /// Records a worker and returns its id (a new one, or its previous one when still known).
-pub fn register_worker(ctx: &Ctx, req: &pb::RegisterRequest) -> Result<i64, Error> {
+pub fn register_worker(
+    ctx: &Ctx,
+    req: &pb::RegisterRequest,
+    token_id: Option<i64>,
+) -> Result<i64, Error> {
     for (what, value, max) in [
         ("name", &req.name, 200),
         ("host", &req.host, 255),
@@ -239,14 +256,15 @@ pub fn register_worker(ctx: &Ctx, req: &pb::RegisterRequest) -> Result<i64, Erro
         }
     }
     if req.previous_worker_id > 0 {
-        let known: Option<(String, bool)> = ctx
+        let known: Option<(String, bool, Option<i64>)> = ctx
             .conn
-            .prepare_cached("SELECT host, banned FROM workers WHERE id = ?1")?
+            .prepare_cached("SELECT host, banned, token_id FROM workers WHERE id = ?1")?
             .query_row(params![req.previous_worker_id], |r| {
-                Ok((r.get(0)?, r.get(1)?))
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
             })
             .optional()?;
-        if let Some((host, banned)) = known {
+        // An identity is only taken back by the token that created it.
+        if let Some((host, banned, _)) = known.filter(|k| k.2 == token_id) {
             if banned {
                 return Err(Error::PermissionDenied(format!(
                     "worker {} is banned",
@@ -284,8 +302,9 @@ pub fn register_worker(ctx: &Ctx, req: &pb::RegisterRequest) -> Result<i64, Erro
     }
     ctx.conn
         .prepare_cached(
-            "INSERT INTO workers (name, host, cores, version, git_commit, registered_ms, last_seen_ms)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)",
+            "INSERT INTO workers (name, host, cores, version, git_commit, registered_ms,
+                 last_seen_ms, token_id)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7)",
         )?
         .execute(params![
             req.name,
@@ -293,7 +312,8 @@ pub fn register_worker(ctx: &Ctx, req: &pb::RegisterRequest) -> Result<i64, Erro
             req.cores,
             req.version,
             req.git_commit,
-            ctx.now
+            ctx.now,
+            token_id
         ])?;
     let id = ctx.conn.last_insert_rowid();
     event(
@@ -381,7 +401,12 @@ pub fn grant_leases(
     capacity: u32,
 ) -> Result<Vec<pb::LeaseGrant>, Error> {
     touch_worker(ctx, worker_id)?;
-    let mut remaining = capacity.min(ctx.config.max_capacity) as usize;
+    let held: i64 = ctx
+        .conn
+        .prepare_cached("SELECT count(*) FROM leases WHERE worker_id = ?1 AND state = 'active'")?
+        .query_row(params![worker_id], |r| r.get(0))?;
+    let room = (i64::from(ctx.config.max_leases_per_worker) - held).max(0) as usize;
+    let mut remaining = (capacity.min(ctx.config.max_capacity) as usize).min(room);
     let campaigns: Vec<i64> = ctx
         .conn
         .prepare_cached(
@@ -753,6 +778,52 @@ fn end_lease(
         maybe_finish_campaign(ctx, lease.campaign_id)?;
     }
     Ok(())
+}
+
+/// Bans a worker: its further calls are refused, its active leases go back to pending and
+/// its units restart from their beginning (its checkpoints are not trusted). Returns how many
+/// leases were taken back.
+pub fn ban_worker(ctx: &Ctx, worker_id: i64, reason: &str) -> Result<usize, Error> {
+    let changed = ctx
+        .conn
+        .prepare_cached("UPDATE workers SET banned = 1, banned_ms = ?2 WHERE id = ?1")?
+        .execute(params![worker_id, ctx.now])?;
+    if changed == 0 {
+        return Err(Error::NotFound(format!("no worker {worker_id}")));
+    }
+    let active = leases_where(ctx.conn, "worker_id = ?1 AND state = 'active'", worker_id)?;
+    for lease in &active {
+        end_lease(ctx, lease, "cancelled", false, None)?;
+        ctx.conn
+            .prepare_cached(
+                "UPDATE units SET cursor = NULL WHERE id = ?1 AND state = 'pending' AND lease_id IS NULL",
+            )?
+            .execute(params![lease.unit_id])?;
+    }
+    let mut reason = reason.to_string();
+    reason.truncate(500);
+    event(
+        ctx.conn,
+        ctx.now,
+        "worker_banned",
+        None,
+        None,
+        None,
+        Some(worker_id),
+        json!({"reason": reason, "leases_taken_back": active.len()}),
+    )?;
+    Ok(active.len())
+}
+
+/// The token a worker registered with and whether it is banned; `None` if it is unknown.
+pub fn worker_standing(
+    conn: &Connection,
+    worker_id: i64,
+) -> Result<Option<(Option<i64>, bool)>, Error> {
+    Ok(conn
+        .prepare_cached("SELECT token_id, banned FROM workers WHERE id = ?1")?
+        .query_row(params![worker_id], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?)
 }
 
 /// Expires every active lease whose deadline passed; returns how many.

@@ -138,6 +138,25 @@ CREATE TABLE spawned_payloads (
     PRIMARY KEY (campaign_id, payload)
 ) WITHOUT ROWID;
 "#,
+    r#"
+-- v3: authentication tokens (stored as SHA-256 digests) and the token each worker
+-- registered with.
+CREATE TABLE tokens (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL,
+    kind TEXT NOT NULL CHECK (kind IN ('worker', 'admin')),
+    hash BLOB NOT NULL UNIQUE,
+    created_ms INTEGER NOT NULL,
+    revoked_ms INTEGER
+);
+ALTER TABLE workers ADD COLUMN token_id INTEGER REFERENCES tokens(id);
+ALTER TABLE workers ADD COLUMN banned_ms INTEGER;
+"#,
+    r#"
+-- v4: campaigns created together (a family, a contest) share a label.
+ALTER TABLE campaigns ADD COLUMN family TEXT;
+CREATE INDEX campaigns_by_family ON campaigns (family, id);
+"#,
 ];
 
 /// The schema version this binary writes.

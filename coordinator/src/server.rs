@@ -5,24 +5,52 @@
 use grind_proto::v1::admin_server::AdminServer;
 use grind_proto::v1::worker_server::WorkerServer;
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio_stream::wrappers::TcpListenerStream;
+use tonic::service::interceptor::InterceptedService;
+use tonic::{Request, Status};
 
+use crate::auth::{Authenticator, Role};
 use crate::core::Coordinator;
 use crate::error::Error;
 use crate::service::{AdminService, WorkerService};
+use crate::tls::ServerIdentity;
 
 /// Largest gRPC message accepted or sent (sample batches can be large).
 pub const MAX_MESSAGE_BYTES: usize = 256 << 20;
 
-/// Serves `coordinator` on `listener` until `shutdown` resolves.
+/// How a coordinator is exposed: who may call it and whether the transport is encrypted.
+#[derive(Clone, Default)]
+pub struct ServeOptions {
+    /// Require a valid token on every grind RPC (health and reflection stay open).
+    pub auth: Option<Arc<Authenticator>>,
+    /// Serve TLS with this identity.
+    pub tls: Option<ServerIdentity>,
+}
+
+/// Serves `coordinator` on `listener` until `shutdown` resolves, without authentication or
+/// TLS (loopback use: `grind run`, tests).
 pub async fn serve(
     coordinator: Coordinator,
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), Error> {
+    serve_with(coordinator, listener, shutdown, ServeOptions::default()).await
+}
+
+/// Serves `coordinator` on `listener` with `options` until `shutdown` resolves.
+pub async fn serve_with(
+    coordinator: Coordinator,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    options: ServeOptions,
+) -> Result<(), Error> {
     coordinator.start().await?;
+    if let Some(auth) = &options.auth {
+        coordinator.reload_tokens(auth).await?;
+    }
     let (health_reporter, health_service) = tonic_health::server::health_reporter();
     health_reporter
         .set_serving::<WorkerServer<WorkerService>>()
@@ -41,21 +69,38 @@ pub async fn serve(
         .build_v1alpha()
         .map_err(|e| Error::Internal(format!("reflection: {e}")))?;
 
-    // The web UI shares the port; its live streams end when shutdown begins.
+    // The web UI shares the port (behind the same admin tokens when they are required); its
+    // live streams end when shutdown begins.
     let (closing_tx, closing) = tokio::sync::watch::channel(false);
     let shutdown = async move {
         shutdown.await;
         let _ = closing_tx.send(true);
     };
-    let web = tonic::service::Routes::from(crate::web::router(coordinator.clone(), closing));
-    let sweeper = tokio::spawn(sweep_forever(coordinator.clone()));
-    let worker = WorkerServer::new(WorkerService(coordinator.clone()))
-        .max_decoding_message_size(MAX_MESSAGE_BYTES)
-        .max_encoding_message_size(MAX_MESSAGE_BYTES);
-    let admin = AdminServer::new(AdminService(coordinator.clone()))
-        .max_decoding_message_size(MAX_MESSAGE_BYTES)
-        .max_encoding_message_size(MAX_MESSAGE_BYTES);
-    let served = tonic::transport::Server::builder()
+    let web = tonic::service::Routes::from(crate::web::router(
+        coordinator.clone(),
+        closing,
+        options.auth.clone(),
+    ));
+    let sweeper = tokio::spawn(sweep_forever(coordinator.clone(), options.auth.clone()));
+    let worker = InterceptedService::new(
+        WorkerServer::new(WorkerService(coordinator.clone()))
+            .max_decoding_message_size(MAX_MESSAGE_BYTES)
+            .max_encoding_message_size(MAX_MESSAGE_BYTES),
+        gate(options.auth.clone(), Role::Worker),
+    );
+    let admin = InterceptedService::new(
+        AdminServer::new(AdminService(coordinator.clone()))
+            .max_decoding_message_size(MAX_MESSAGE_BYTES)
+            .max_encoding_message_size(MAX_MESSAGE_BYTES),
+        gate(options.auth.clone(), Role::Admin),
+    );
+    let mut builder = tonic::transport::Server::builder();
+    if let Some(identity) = &options.tls {
+        builder = builder
+            .tls_config(tonic::transport::ServerTlsConfig::new().identity(identity.to_tonic()))
+            .map_err(|e| Error::InvalidArgument(format!("TLS setup failed: {e}")))?;
+    }
+    let served = builder
         .tcp_nodelay(true)
         .accept_http1(true)
         .add_routes(web)
@@ -70,14 +115,41 @@ pub async fn serve(
     served.map_err(|e| Error::Unavailable(format!("server failed: {e}")))
 }
 
-async fn sweep_forever(coordinator: Coordinator) {
+/// The interceptor in front of a grind service: admits callers allowed to do `needed` when
+/// tokens are required, everyone otherwise.
+fn gate(
+    auth: Option<Arc<Authenticator>>,
+    needed: Role,
+) -> impl FnMut(Request<()>) -> Result<Request<()>, Status> + Clone + Send + Sync + 'static {
+    move |request: Request<()>| match &auth {
+        Some(auth) => auth.interceptor(needed)(request),
+        None => Ok(request),
+    }
+}
+
+/// Expires overdue leases, forever; every second also re-reads the token table (new and
+/// revoked tokens take effect within a second) and trims rate-limit state.
+async fn sweep_forever(coordinator: Coordinator, auth: Option<Arc<Authenticator>>) {
     let period = Duration::from_millis(coordinator.config().sweep_interval_ms.max(10));
-    let mut ticker = tokio::time::interval(period);
-    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut sweep = tokio::time::interval(period);
+    sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut housekeeping = tokio::time::interval(Duration::from_millis(500));
+    housekeeping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
-        ticker.tick().await;
-        if let Err(e) = coordinator.sweep().await {
-            tracing::warn!("lease sweep failed: {e}");
+        tokio::select! {
+            _ = sweep.tick() => {
+                if let Err(e) = coordinator.sweep().await {
+                    tracing::warn!("lease sweep failed: {e}");
+                }
+            }
+            _ = housekeeping.tick() => {
+                coordinator.trim_rate_limits();
+                if let Some(auth) = &auth {
+                    if let Err(e) = coordinator.reload_tokens(auth).await {
+                        tracing::warn!("cannot reload tokens: {e}");
+                    }
+                }
+            }
         }
     }
 }

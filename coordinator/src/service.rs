@@ -6,6 +6,7 @@ use grind_proto::v1::admin_server::Admin;
 use grind_proto::v1::worker_server::Worker;
 use tonic::{Request, Response, Status};
 
+use crate::auth::Caller;
 use crate::core::Coordinator;
 use crate::scheduler::Action;
 
@@ -14,6 +15,12 @@ pub struct WorkerService(pub Coordinator);
 
 /// Implements `grind.v1.Admin`.
 pub struct AdminService(pub Coordinator);
+
+/// The authenticated caller (when the coordinator requires tokens) and the message.
+fn split<T>(request: Request<T>) -> (Option<Caller>, T) {
+    let caller = request.extensions().get::<Caller>().copied();
+    (caller, request.into_inner())
+}
 
 fn reply<T>(result: Result<T, crate::error::Error>) -> Result<Response<T>, Status> {
     result.map(Response::new).map_err(Status::from)
@@ -29,9 +36,11 @@ impl Worker for WorkerService {
 
     async fn watch_bounds(
         &self,
-        _request: Request<pb::WatchBoundsRequest>,
+        request: Request<pb::WatchBoundsRequest>,
     ) -> Result<Response<BoundsStream>, Status> {
         use tokio_stream::StreamExt;
+        let (caller, req) = split(request);
+        self.0.admit(req.worker_id, caller).await?;
         let updates = tokio_stream::wrappers::WatchStream::new(self.0.watch_bounds())
             .map(|bounds| Ok(pb::BoundsUpdate { bounds }));
         Ok(Response::new(Box::pin(updates)))
@@ -41,49 +50,63 @@ impl Worker for WorkerService {
         &self,
         request: Request<pb::RegisterRequest>,
     ) -> Result<Response<pb::RegisterReply>, Status> {
-        reply(self.0.register(request.into_inner()).await)
+        let peer = request.remote_addr().map(|addr| addr.ip());
+        let (caller, req) = split(request);
+        reply(self.0.register(req, caller, peer).await)
     }
 
     async fn lease(
         &self,
         request: Request<pb::LeaseRequest>,
     ) -> Result<Response<pb::LeaseReply>, Status> {
-        reply(self.0.lease(request.into_inner()).await)
+        let (caller, req) = split(request);
+        self.0.admit(req.worker_id, caller).await?;
+        reply(self.0.lease(req).await)
     }
 
     async fn heartbeat(
         &self,
         request: Request<pb::HeartbeatRequest>,
     ) -> Result<Response<pb::HeartbeatReply>, Status> {
-        reply(self.0.heartbeat(request.into_inner()).await)
+        let (caller, req) = split(request);
+        self.0.admit(req.worker_id, caller).await?;
+        reply(self.0.heartbeat(req).await)
     }
 
     async fn report_improvement(
         &self,
         request: Request<pb::ImprovementRequest>,
     ) -> Result<Response<pb::ImprovementReply>, Status> {
-        reply(self.0.improve(request.into_inner()).await)
+        let (caller, req) = split(request);
+        self.0.admit(req.worker_id, caller).await?;
+        reply(self.0.improve(req).await)
     }
 
     async fn donate(
         &self,
         request: Request<pb::DonateRequest>,
     ) -> Result<Response<pb::DonateReply>, Status> {
-        reply(self.0.donate(request.into_inner()).await)
+        let (caller, req) = split(request);
+        self.0.admit(req.worker_id, caller).await?;
+        reply(self.0.donate(req).await)
     }
 
     async fn complete(
         &self,
         request: Request<pb::CompleteRequest>,
     ) -> Result<Response<pb::CompleteReply>, Status> {
-        reply(self.0.complete(request.into_inner()).await)
+        let (caller, req) = split(request);
+        self.0.admit(req.worker_id, caller).await?;
+        reply(self.0.complete(req).await)
     }
 
     async fn release(
         &self,
         request: Request<pb::ReleaseRequest>,
     ) -> Result<Response<pb::ReleaseReply>, Status> {
-        reply(self.0.release(request.into_inner()).await)
+        let (caller, req) = split(request);
+        self.0.admit(req.worker_id, caller).await?;
+        reply(self.0.release(req).await)
     }
 }
 
@@ -188,5 +211,20 @@ impl Admin for AdminService {
             })
             .collect();
         Ok(Response::new(pb::ListProblemsReply { problems }))
+    }
+
+    async fn ban_worker(
+        &self,
+        request: Request<pb::BanWorkerRequest>,
+    ) -> Result<Response<pb::BanWorkerReply>, Status> {
+        let req = request.into_inner();
+        reply(
+            self.0
+                .ban_worker(req.worker_id, req.reason)
+                .await
+                .map(|taken| pb::BanWorkerReply {
+                    leases_taken_back: taken as u32,
+                }),
+        )
     }
 }

@@ -9,7 +9,7 @@ use crate::error::Error;
 
 const CAMPAIGN_COLUMNS: &str = "id, name, problem, params_json, objective, state, exhaustive,
     best_score, best_solution, total, samples, created_ms, finished_ms, cpu_seconds, nodes,
-    verify_rate, best_event, split_done, solver_version";
+    verify_rate, best_event, split_done, solver_version, family";
 
 fn campaign_from_row(conn: &Connection, r: &Row) -> Result<pb::CampaignStatus, Error> {
     let id: i64 = r.get(0)?;
@@ -57,6 +57,7 @@ fn campaign_from_row(conn: &Connection, r: &Row) -> Result<pb::CampaignStatus, E
         },
         samples: samples as u64,
         solver_version: r.get(18)?,
+        family: r.get::<_, Option<String>>(19)?.unwrap_or_default(),
     })
 }
 
@@ -143,7 +144,7 @@ pub fn campaigns(conn: &Connection) -> Result<Vec<pb::CampaignStatus>, Error> {
 pub fn workers(conn: &Connection) -> Result<Vec<pb::WorkerInfo>, Error> {
     let mut stmt = conn.prepare_cached(
         "SELECT w.id, w.name, w.host, w.cores, w.version, w.git_commit, w.registered_ms, w.last_seen_ms,
-            coalesce(l.active, 0), coalesce(r.accepted, 0), coalesce(r.cpu, 0)
+            coalesce(l.active, 0), coalesce(r.accepted, 0), coalesce(r.cpu, 0), w.banned
          FROM workers w
          LEFT JOIN (SELECT worker_id, count(*) AS active FROM leases WHERE state = 'active'
                     GROUP BY worker_id) l ON l.worker_id = w.id
@@ -164,6 +165,7 @@ pub fn workers(conn: &Connection) -> Result<Vec<pb::WorkerInfo>, Error> {
             active_leases: r.get::<_, i64>(8)? as u32,
             units_done: r.get::<_, i64>(9)? as u64,
             cpu_seconds: r.get(10)?,
+            banned: r.get(11)?,
         })
     })?;
     Ok(rows.collect::<Result<_, _>>()?)

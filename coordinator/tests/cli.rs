@@ -203,6 +203,22 @@ async fn a_worker_sent_sigterm_checkpoints_hands_back_and_another_resumes() {
         .unwrap()
         .into_inner();
     assert_eq!(c.units.unwrap().pending, 1, "the lease was handed back");
+    // The checkpoint handed back holds the work done up to the signal: the unit paces itself
+    // over 3 s in 16 steps of 62,500 numbers and ran for 800 ms (about 4 steps): even on a
+    // loaded machine at least 2 steps are kept, and only the step in progress is redone.
+    let kept: Vec<u8> = rusqlite::Connection::open(&coord.db)
+        .unwrap()
+        .query_row(
+            "SELECT cursor FROM units WHERE campaign_id = ?1",
+            [id],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let position = u64::from_le_bytes(kept[..8].try_into().unwrap());
+    assert!(
+        (125_000..1_000_000).contains(&position),
+        "checkpoint at {position}"
+    );
     let _second = start_worker(&coord.url, "second", 1);
     let done = wait_finished(&mut admin, id, LONG_WAIT).await;
     assert_eq!(done.value, "78498");

@@ -41,6 +41,7 @@ impl Rig {
                 name: String::new(),
                 verify_rate: -1.0,
                 max_attempts: 0,
+                family: String::new(),
             })
             .await
             .unwrap()[0]
@@ -48,14 +49,18 @@ impl Rig {
 
     async fn worker(&self, name: &str) -> i64 {
         self.coordinator
-            .register(pb::RegisterRequest {
-                name: name.into(),
-                host: "h".into(),
-                cores: 1,
-                version: "v".into(),
-                git_commit: "c".into(),
-                previous_worker_id: 0,
-            })
+            .register(
+                pb::RegisterRequest {
+                    name: name.into(),
+                    host: "h".into(),
+                    cores: 1,
+                    version: "v".into(),
+                    git_commit: "c".into(),
+                    previous_worker_id: 0,
+                },
+                None,
+                None,
+            )
             .await
             .unwrap()
             .worker_id

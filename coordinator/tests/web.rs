@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::http::{get, stream_until};
+use common::http::{get, get_with, stream_until};
 use common::*;
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
@@ -368,4 +368,105 @@ fn exposition_checker_refuses_bad_text() {
             "accepted {bad:?}"
         );
     }
+}
+
+/// Creates a token offline with `grind token create`.
+fn token(db: &std::path::Path, admin: bool) -> String {
+    let mut cmd = Command::new(grind_bin());
+    cmd.args(["token", "create", "--db"]).arg(db);
+    if admin {
+        cmd.arg("--admin");
+    }
+    let out = cmd.output().expect("grind token create");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_required_tokens_the_web_front_needs_an_admin_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let coordinator = start_coordinator(dir.path(), 30_000, &["--require-auth"]);
+    let base = coordinator.url.clone();
+    let admin_token = token(&coordinator.db, true);
+    let worker_token = token(&coordinator.db, false);
+    let bearer = format!("Bearer {admin_token}");
+    // Tokens are reloaded every 500 ms: wait until the admin token is known.
+    wait_for(
+        "the admin token to be accepted",
+        Duration::from_secs(20),
+        || {
+            let (base, bearer) = (base.clone(), bearer.clone());
+            async move {
+                (get_with(&base, "/api/campaigns", &[("authorization", &bearer)])
+                    .await
+                    .status
+                    == 200)
+                    .then_some(())
+            }
+        },
+    )
+    .await;
+    for path in [
+        "/",
+        "/api/campaigns",
+        "/api/workers",
+        "/metrics",
+        "/static/grind.css",
+    ] {
+        let refused = get(&base, path).await;
+        assert_eq!(refused.status, 401, "{path} without a token");
+        assert!(
+            refused.body.contains("admin token"),
+            "{path}: {}",
+            refused.body
+        );
+        let worker = format!("Bearer {worker_token}");
+        assert_eq!(
+            get_with(&base, path, &[("authorization", &worker)])
+                .await
+                .status,
+            401,
+            "{path} with a worker token"
+        );
+        assert_eq!(
+            get_with(&base, path, &[("authorization", &bearer)])
+                .await
+                .status,
+            200,
+            "{path} with the admin token"
+        );
+    }
+    let cookie = format!("theme=dark; grind_token={admin_token}");
+    assert_eq!(
+        get_with(&base, "/workers", &[("cookie", &cookie)])
+            .await
+            .status,
+        200
+    );
+    // `grind watch` sends the admin token like the other admin commands.
+    let out = Command::new(grind_bin())
+        .args([
+            "watch",
+            "--coordinator",
+            &base,
+            "--once",
+            "--token",
+            &admin_token,
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = Command::new(grind_bin())
+        .args(["watch", "--coordinator", &base, "--once"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "watch without a token is refused");
 }

@@ -3,6 +3,7 @@
 //!
 //! A new problem is one module under [`problems`] plus one line in [`registry::registry`].
 
+pub mod contests;
 pub mod count;
 pub mod problem;
 pub mod problems;

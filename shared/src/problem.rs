@@ -253,6 +253,14 @@ pub trait Problem: Send + Sync + 'static {
         ))
     }
 
+    /// Reads one entry of a submission file (what [`Problem::render`] writes for a solution)
+    /// back into a solution document, for importing previous submissions. The default reads
+    /// a JSON document.
+    fn parse_submission(&self, text: &str) -> Result<Value, ProblemError> {
+        serde_json::from_str(text.trim())
+            .map_err(|e| ProblemError::InvalidSolution(format!("not a JSON solution: {e}")))
+    }
+
     /// Renders a sample campaign's samples for export (default: one JSON document a line).
     fn render_samples(&self, samples: &[Value]) -> String {
         samples.iter().map(|s| format!("{s}\n")).collect()

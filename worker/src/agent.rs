@@ -16,6 +16,7 @@ use tonic::Code;
 use crate::client::{is_transient, Client};
 use crate::context::{Bounds, Finished, FoundImprovement, UnitContext, UnitEvent};
 use crate::cpu;
+use crate::idle::{self, IdleMonitor};
 use crate::{WorkerConfig, WorkerError, WorkerSummary};
 
 /// How long shutdown waits for running units to checkpoint and stop.
@@ -72,6 +73,12 @@ struct Agent {
     next_contact: Instant,
     next_lease: Instant,
     next_heartbeat: Instant,
+    /// `--idle-only`: the load monitor and when it samples next.
+    idle: Option<(IdleMonitor, Instant)>,
+    /// True while `--idle-only` holds work back because the machine is busy.
+    paused: bool,
+    /// Set when the coordinator refuses this worker for good (bad token, banned).
+    locked_out: Option<String>,
 }
 
 /// Runs a worker until `shutdown` resolves.
@@ -79,7 +86,7 @@ pub async fn run(
     config: WorkerConfig,
     shutdown: impl Future<Output = ()>,
 ) -> Result<WorkerSummary, WorkerError> {
-    let client = Client::new(&config.coordinator)?;
+    let client = Client::new(&config.coordinator, &config.access)?;
     let pool = Arc::new(
         rayon::ThreadPoolBuilder::new()
             .num_threads(config.threads)
@@ -107,9 +114,27 @@ pub async fn run(
         next_contact: now,
         next_lease: now,
         next_heartbeat: now,
+        idle: None,
+        paused: false,
+        locked_out: None,
     };
+    if agent.config.idle_only {
+        agent.idle = Some((IdleMonitor::default(), now));
+        agent.paused = true;
+        tracing::info!("--idle-only: waiting for the machine to be idle");
+    }
+    // `--max-hours`: stop as on SIGTERM when the budget is spent.
+    let budget_end = agent
+        .config
+        .max_runtime
+        .map(|budget| now + budget)
+        .unwrap_or(now + Duration::from_secs(100 * 365 * 24 * 3600));
     tokio::pin!(shutdown);
     loop {
+        if agent.locked_out.is_some() {
+            break;
+        }
+        agent.watch_load();
         if agent.worker_id == 0 && Instant::now() >= agent.next_contact {
             agent.register().await;
         }
@@ -121,17 +146,70 @@ pub async fn run(
         let wake = agent.next_wakeup();
         tokio::select! {
             _ = &mut shutdown => break,
+            _ = tokio::time::sleep_until(budget_end.into()) => {
+                tracing::info!("the --max-hours budget is spent; stopping");
+                break;
+            }
             Some(event) = events_rx.recv() => agent.on_event(event),
             _ = tokio::time::sleep_until(wake.into()) => {}
         }
     }
     agent.shut_down(&mut events_rx).await;
-    Ok(agent.summary)
+    match agent.locked_out {
+        Some(reason) => Err(WorkerError::Setup(format!(
+            "the coordinator refuses this worker: {reason}"
+        ))),
+        None => Ok(agent.summary),
+    }
 }
 
 impl Agent {
+    /// `--idle-only`: samples the machine's load when due, and pauses (checkpointing and
+    /// handing back running units) or resumes work accordingly.
+    fn watch_load(&mut self) {
+        let Some((monitor, next)) = &mut self.idle else {
+            return;
+        };
+        let now = Instant::now();
+        if now < *next {
+            return;
+        }
+        *next = now + idle::SAMPLE_EVERY;
+        let Some(busy) = idle::machine_busy_seconds() else {
+            return;
+        };
+        let may_run = monitor.sample(now, busy, crate::cpu::process_seconds());
+        if may_run && self.paused {
+            tracing::info!("the machine is idle: resuming work");
+            self.paused = false;
+        } else if !may_run && !self.paused {
+            tracing::info!("the machine is busy: handing work back until it is idle");
+            self.paused = true;
+            for unit in self.running.values() {
+                unit.ctx.request_stop();
+            }
+            self.release_queued();
+        }
+    }
+
+    /// Hands queued (not started) leases back untouched.
+    fn release_queued(&mut self) {
+        for grant in std::mem::take(&mut self.queued) {
+            self.outbox.push_back(Outgoing::Release(pb::ReleaseRequest {
+                worker_id: self.worker_id,
+                lease_id: grant.lease_id,
+                cursor: grant.cursor,
+                nodes: 0,
+                cpu_seconds: 0.0,
+            }));
+        }
+    }
+
     fn next_wakeup(&self) -> Instant {
         let mut wake = self.next_heartbeat;
+        if let Some((_, next)) = &self.idle {
+            wake = wake.min(*next);
+        }
         if self.worker_id == 0 || !self.outbox.is_empty() {
             wake = wake.min(self.next_contact);
         }
@@ -143,6 +221,9 @@ impl Agent {
 
     /// Leases this worker would take now: one per thread plus one queued per thread.
     fn free_slots(&self) -> usize {
+        if self.paused {
+            return 0;
+        }
         (2 * self.config.threads).saturating_sub(self.running.len() + self.queued.len())
     }
 
@@ -173,6 +254,16 @@ impl Agent {
 
     fn reachable(&self) -> bool {
         Instant::now() >= self.next_contact
+    }
+
+    /// Notes a refusal that no retry can cure (a missing, wrong or revoked token, a banned
+    /// identity): the worker then stops.
+    fn note_refusal(&mut self, status: &tonic::Status) {
+        let for_good = status.code() == Code::Unauthenticated
+            || (status.code() == Code::PermissionDenied && status.message().contains("banned"));
+        if for_good {
+            self.locked_out = Some(status.message().to_string());
+        }
     }
 
     /// Handles an answer meaning "this coordinator does not know us" by registering again.
@@ -219,6 +310,7 @@ impl Agent {
             Err(status) if is_transient(&status) => self.contact_failed("register", &status),
             Err(status) => {
                 tracing::error!("registration refused: {}", status.message());
+                self.note_refusal(&status);
                 self.next_contact = Instant::now() + MAX_BACKOFF;
             }
         }
@@ -267,6 +359,7 @@ impl Agent {
                 Err(status) => {
                     self.forget_identity_if_unknown(&status);
                     tracing::error!("the coordinator refused a delivery: {}", status.message());
+                    self.note_refusal(&status);
                     self.summary.refused += 1;
                 }
             }
@@ -327,6 +420,7 @@ impl Agent {
             Err(status) => {
                 if !self.forget_identity_if_unknown(&status) {
                     tracing::error!("heartbeat refused: {}", status.message());
+                    self.note_refusal(&status);
                 }
             }
         }
@@ -357,6 +451,7 @@ impl Agent {
             Err(status) => {
                 if !self.forget_identity_if_unknown(&status) {
                     tracing::error!("lease refused: {}", status.message());
+                    self.note_refusal(&status);
                     self.next_lease = Instant::now() + MAX_BACKOFF;
                 }
             }
@@ -590,15 +685,7 @@ impl Agent {
         for unit in self.running.values() {
             unit.ctx.request_stop();
         }
-        for grant in std::mem::take(&mut self.queued) {
-            self.outbox.push_back(Outgoing::Release(pb::ReleaseRequest {
-                worker_id: self.worker_id,
-                lease_id: grant.lease_id,
-                cursor: grant.cursor,
-                nodes: 0,
-                cpu_seconds: 0.0,
-            }));
-        }
+        self.release_queued();
         let stop_by = Instant::now() + STOP_GRACE;
         while !self.running.is_empty() {
             match tokio::time::timeout_at(stop_by.into(), events_rx.recv()).await {

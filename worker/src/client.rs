@@ -3,10 +3,9 @@
 
 use grind_proto::v1 as pb;
 use grind_proto::v1::worker_client::WorkerClient;
-use std::time::Duration;
-use tonic::transport::{Channel, Endpoint};
 use tonic::{Code, Status};
 
+use crate::connect::{authenticated, endpoint, Access, AuthChannel};
 use crate::WorkerError;
 
 /// Largest gRPC message sent or accepted.
@@ -15,20 +14,14 @@ const MAX_MESSAGE_BYTES: usize = 256 << 20;
 /// A cheap-to-clone client of the `grind.v1.Worker` service.
 #[derive(Clone)]
 pub struct Client {
-    inner: WorkerClient<Channel>,
+    inner: WorkerClient<AuthChannel>,
 }
 
 impl Client {
-    /// A client for `url` (e.g. `http://127.0.0.1:7878`); connects on first use.
-    pub fn new(url: &str) -> Result<Client, WorkerError> {
-        let endpoint = Endpoint::from_shared(url.to_string())
-            .map_err(|e| WorkerError::Setup(format!("bad coordinator URL {url:?}: {e}")))?
-            .connect_timeout(Duration::from_secs(5))
-            .timeout(Duration::from_secs(60))
-            .tcp_nodelay(true)
-            .http2_keep_alive_interval(Duration::from_secs(30))
-            .keep_alive_while_idle(true);
-        let channel = endpoint.connect_lazy();
+    /// A client for `url` (e.g. `http://127.0.0.1:7878`) with `access`'s token and TLS
+    /// settings; connects on first use.
+    pub fn new(url: &str, access: &Access) -> Result<Client, WorkerError> {
+        let channel = authenticated(endpoint(url, access)?.connect_lazy(), access)?;
         Ok(Client {
             inner: WorkerClient::new(channel)
                 .max_decoding_message_size(MAX_MESSAGE_BYTES)

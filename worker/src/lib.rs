@@ -4,8 +4,10 @@
 
 pub mod agent;
 pub mod client;
+pub mod connect;
 pub mod context;
 pub mod cpu;
+pub mod idle;
 
 pub use agent::run;
 
@@ -20,6 +22,12 @@ pub struct WorkerConfig {
     pub name: String,
     /// Host name reported for provenance.
     pub host: String,
+    /// Token and TLS trust for the coordinator.
+    pub access: connect::Access,
+    /// Stop (as on SIGTERM) after this long.
+    pub max_runtime: Option<std::time::Duration>,
+    /// Work only while the rest of the machine is idle (see [`idle`]).
+    pub idle_only: bool,
 }
 
 impl WorkerConfig {
@@ -31,6 +39,9 @@ impl WorkerConfig {
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             name: host.clone(),
             host,
+            access: connect::Access::default(),
+            max_runtime: None,
+            idle_only: false,
         }
     }
 }

@@ -3,7 +3,9 @@
 
 use anyhow::Context;
 use clap::Parser;
+use grind_worker::connect::Access;
 use grind_worker::WorkerConfig;
+use std::path::PathBuf;
 
 /// Run grind units from a coordinator on this machine's cores.
 #[derive(Parser, Debug)]
@@ -18,6 +20,21 @@ struct Args {
     /// Name shown in status and provenance (default: the host name).
     #[arg(long)]
     name: Option<String>,
+    /// The worker token, given directly (prefer --token-file: environments leak).
+    #[arg(long, env = "GRIND_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+    /// File holding the worker token (`grind token create` prints one).
+    #[arg(long, env = "GRIND_TOKEN_FILE")]
+    token_file: Option<PathBuf>,
+    /// CA certificate (PEM) the coordinator's certificate must chain to (https:// URLs).
+    #[arg(long, env = "GRIND_CA_FILE")]
+    ca_file: Option<PathBuf>,
+    /// Work only while the rest of the machine is idle; hand work back when it gets busy.
+    #[arg(long)]
+    idle_only: bool,
+    /// Stop (checkpointing and handing work back, as on SIGTERM) after this many hours.
+    #[arg(long)]
+    max_hours: Option<f64>,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -30,6 +47,18 @@ fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
     let mut config = WorkerConfig::new(&args.coordinator);
+    config.access = Access::from_sources(
+        args.token.clone(),
+        args.token_file.as_deref(),
+        args.ca_file.as_deref(),
+    )?;
+    config.idle_only = args.idle_only;
+    if let Some(hours) = args.max_hours {
+        if !(hours > 0.0 && hours <= 24.0 * 365.0 * 10.0) {
+            anyhow::bail!("--max-hours must be a positive number of hours (at most ten years)");
+        }
+        config.max_runtime = Some(std::time::Duration::from_secs_f64(hours * 3600.0));
+    }
     if let Some(threads) = args.threads {
         config.threads = usize::from(threads);
     }

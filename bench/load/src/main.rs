@@ -316,6 +316,7 @@ async fn drive(args: &Args, url: &str, measure: &Measure) -> Result<Report> {
             name: format!("grind-loadgen {}", std::process::id()),
             verify_rate: 0.0,
             max_attempts: 0,
+            family: String::new(),
         })
         .await
         .context("cannot create the primes campaign")?

@@ -3,23 +3,32 @@
 use anyhow::Context;
 use grind_proto::v1 as pb;
 use grind_proto::v1::admin_client::AdminClient;
+use grind_worker::connect::{authenticated, endpoint, Access, AuthChannel};
 use std::path::PathBuf;
-use tonic::transport::Channel;
 
 use super::problem_args;
 use super::render;
 use super::CliError;
 
-/// Where the coordinator is.
+/// Where the coordinator is, and how to prove who we are.
 #[derive(clap::Args, Debug, Clone)]
 pub struct CoordinatorUrl {
-    /// Coordinator URL, e.g. http://127.0.0.1:7878.
+    /// Coordinator URL, e.g. http://127.0.0.1:7878 (https://... for TLS).
     #[arg(
         long,
         env = "GRIND_COORDINATOR",
         default_value = "http://127.0.0.1:7878"
     )]
     pub coordinator: String,
+    /// The admin token, given directly.
+    #[arg(long, env = "GRIND_ADMIN_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// File holding the admin token.
+    #[arg(long, env = "GRIND_ADMIN_TOKEN_FILE")]
+    pub token_file: Option<PathBuf>,
+    /// CA certificate (PEM) the coordinator's certificate must chain to.
+    #[arg(long, env = "GRIND_CA_FILE")]
+    pub ca_file: Option<PathBuf>,
 }
 
 /// `grind campaign ...`
@@ -139,16 +148,29 @@ pub struct LeaderboardArgs {
     json: bool,
 }
 
-async fn connect(url: &CoordinatorUrl) -> Result<AdminClient<Channel>, CliError> {
-    let client = AdminClient::connect(url.coordinator.clone())
+/// An admin client for `url`, with its token and TLS settings.
+pub async fn connect(url: &CoordinatorUrl) -> Result<AdminClient<AuthChannel>, CliError> {
+    let access = Access::from_sources(
+        url.token.clone(),
+        url.token_file.as_deref(),
+        url.ca_file.as_deref(),
+    )
+    .map_err(|e| CliError::Usage(e.to_string()))?;
+    let channel = endpoint(&url.coordinator, &access)
+        .map_err(|e| CliError::Usage(e.to_string()))?
+        .connect()
         .await
         .with_context(|| format!("cannot reach the coordinator at {}", url.coordinator))?;
+    let client = AdminClient::new(
+        authenticated(channel, &access).map_err(|e| CliError::Usage(e.to_string()))?,
+    );
     Ok(client
         .max_decoding_message_size(256 << 20)
         .max_encoding_message_size(256 << 20))
 }
 
-fn failed(status: tonic::Status) -> CliError {
+/// A refused call as a command-line error (usage errors exit 2).
+pub fn failed(status: tonic::Status) -> CliError {
     let message = format!("{}: {}", status.code(), status.message());
     match status.code() {
         tonic::Code::InvalidArgument | tonic::Code::NotFound | tonic::Code::FailedPrecondition => {
@@ -158,7 +180,8 @@ fn failed(status: tonic::Status) -> CliError {
     }
 }
 
-fn print_json(value: &serde_json::Value) {
+/// Prints pretty JSON.
+pub fn print_json(value: &serde_json::Value) {
     println!(
         "{}",
         serde_json::to_string_pretty(value).unwrap_or_default()
@@ -178,6 +201,7 @@ pub async fn campaign(cmd: CampaignCommand) -> Result<(), CliError> {
                     name: parsed.options.name,
                     verify_rate: parsed.options.verify_rate.unwrap_or(-1.0),
                     max_attempts: parsed.options.max_attempts.unwrap_or(0),
+                    family: String::new(),
                 })
                 .await
                 .map_err(failed)?
@@ -377,6 +401,79 @@ pub async fn leaderboard(args: LeaderboardArgs) -> Result<(), CliError> {
                 if e.proven { "*" } else { " " },
                 e.params_json,
                 by
+            );
+        }
+    }
+    Ok(())
+}
+
+/// `grind worker ...`
+#[derive(clap::Subcommand, Debug)]
+pub enum WorkerCommand {
+    /// List registered workers.
+    List {
+        #[command(flatten)]
+        url: CoordinatorUrl,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Ban a worker: its further calls and results are refused, its leases taken back.
+    Ban {
+        #[command(flatten)]
+        url: CoordinatorUrl,
+        /// Worker id (see `grind worker list`).
+        worker: i64,
+        /// Why (recorded in the event log).
+        #[arg(long, default_value = "")]
+        reason: String,
+    },
+}
+
+/// Runs a `grind worker` command.
+pub async fn worker(cmd: WorkerCommand) -> Result<(), CliError> {
+    match cmd {
+        WorkerCommand::List { url, json } => {
+            let reply = connect(&url)
+                .await?
+                .status(pb::StatusRequest::default())
+                .await
+                .map_err(failed)?
+                .into_inner();
+            if json {
+                print_json(&reply.workers.iter().map(render::worker).collect());
+            } else {
+                for w in &reply.workers {
+                    println!(
+                        "{:>5}  {:<24} {:<20} {:>3} cores  {:>4} leases  {:>6} units{}",
+                        w.worker_id,
+                        w.name,
+                        w.host,
+                        w.cores,
+                        w.active_leases,
+                        w.units_done,
+                        if w.banned { "  BANNED" } else { "" }
+                    );
+                }
+            }
+        }
+        WorkerCommand::Ban {
+            url,
+            worker,
+            reason,
+        } => {
+            let reply = connect(&url)
+                .await?
+                .ban_worker(pb::BanWorkerRequest {
+                    worker_id: worker,
+                    reason,
+                })
+                .await
+                .map_err(failed)?
+                .into_inner();
+            println!(
+                "worker {worker} banned; {} lease(s) taken back",
+                reply.leases_taken_back
             );
         }
     }

@@ -2,9 +2,11 @@
 //! Problem flags are not declared here: each problem's own flags come from the registry.
 
 pub mod admin;
+pub mod contest;
 pub mod problem_args;
 pub mod render;
 pub mod run;
+pub mod security;
 pub mod watch;
 
 use clap::{Parser, Subcommand};
@@ -43,6 +45,20 @@ pub enum Command {
     Problems,
     /// Live progress bars of a coordinator's campaigns (all, or one until it ends).
     Watch(watch::WatchArgs),
+    /// Enter contests: a family of campaigns scored and submitted together.
+    #[command(subcommand)]
+    Contest(contest::ContestCommand),
+    /// List or ban workers.
+    #[command(subcommand)]
+    Worker(admin::WorkerCommand),
+    /// Create, list or revoke access tokens (offline, against the database).
+    #[command(subcommand)]
+    Token(security::TokenCommand),
+    /// Make TLS certificates for quick starts.
+    #[command(subcommand)]
+    Cert(security::CertCommand),
+    /// Take a consistent snapshot of a coordinator's database (safe while it runs).
+    Backup(security::BackupArgs),
 }
 
 /// `grind serve` flags.
@@ -66,6 +82,28 @@ pub struct ServeArgs {
     /// Default failed attempts after which a unit is marked failed.
     #[arg(long, default_value_t = 3)]
     pub max_attempts: u32,
+    /// Refuse every grind call without a valid token (always on when --listen is not a
+    /// loopback address). Health and reflection stay open.
+    #[arg(long)]
+    pub require_auth: bool,
+    /// TLS certificate chain (PEM); needs --tls-key.
+    #[arg(long, requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// TLS private key (PEM); needs --tls-cert.
+    #[arg(long, requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Allow plain-text connections on a non-loopback address (tokens then travel in clear).
+    #[arg(long)]
+    pub allow_plaintext: bool,
+    /// Calls a second each worker may make.
+    #[arg(long, default_value_t = 200)]
+    pub worker_calls_per_second: u32,
+    /// Registrations a second accepted from one address.
+    #[arg(long, default_value_t = 1000)]
+    pub registrations_per_second: u32,
+    /// Most active leases one worker may hold.
+    #[arg(long, default_value_t = 1024)]
+    pub max_leases_per_worker: u32,
 }
 
 /// A command-line failure with the exit code it deserves.
@@ -128,6 +166,11 @@ pub async fn dispatch(cli: Cli) -> Result<(), CliError> {
         Command::Import(args) => admin::import(args).await,
         Command::Leaderboard(args) => admin::leaderboard(args).await,
         Command::Watch(args) => watch::watch(args).await,
+        Command::Worker(cmd) => admin::worker(cmd).await,
+        Command::Contest(cmd) => contest::contest(cmd).await,
+        Command::Token(cmd) => security::token(cmd),
+        Command::Cert(cmd) => security::cert(cmd),
+        Command::Backup(args) => security::backup(args),
         Command::Problems => {
             for entry in grind_shared::registry::registry() {
                 println!("{:<12} {}", entry.name, entry.about);

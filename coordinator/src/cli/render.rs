@@ -70,6 +70,7 @@ pub fn worker(w: &pb::WorkerInfo) -> Value {
         "active_leases": w.active_leases,
         "units_done": w.units_done,
         "cpu_seconds": w.cpu_seconds,
+        "banned": w.banned,
     })
 }
 

@@ -12,10 +12,13 @@ use tokio::sync::watch;
 use super::problem_args;
 use super::render;
 use super::{CliError, ServeArgs};
+use crate::auth::Authenticator;
 use crate::clock::SystemClock;
 use crate::config::Config;
 use crate::core::Coordinator;
+use crate::server::ServeOptions;
 use crate::store::Store;
+use crate::tls::ServerIdentity;
 
 /// `grind run` positional arguments: the problem and everything after it.
 #[derive(clap::Args, Debug)]
@@ -109,6 +112,11 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
     ));
 
     let mut campaign_ids = Vec::with_capacity(parsed.members.len());
+    let family = if parsed.members.len() > 1 {
+        format!("{} {}", parsed.entry.name, parsed.params)
+    } else {
+        String::new()
+    };
     for member in &parsed.members {
         let params_json = member.to_string();
         let id = match find_resumable(&coordinator, parsed.entry.name, &params_json).await? {
@@ -123,6 +131,7 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
                     name: String::new(),
                     verify_rate: opts.verify_rate,
                     max_attempts: 0,
+                    family: family.clone(),
                 })
                 .await
                 .map_err(|e| CliError::Usage(e.to_string()))?[0],
@@ -297,25 +306,57 @@ pub async fn serve(args: ServeArgs) -> Result<(), CliError> {
     if args.max_attempts == 0 {
         return Err(CliError::Usage("--max-attempts must be at least 1".into()));
     }
+    let listener = TcpListener::bind(&args.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", args.listen))?;
+    let local = listener.local_addr().context("local address")?;
+    let loopback = local.ip().is_loopback();
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => {
+            Some(ServerIdentity::load(cert, key).map_err(|e| CliError::Usage(e.to_string()))?)
+        }
+        _ => None,
+    };
+    if !loopback && tls.is_none() && !args.allow_plaintext {
+        return Err(CliError::Usage(format!(
+            "{local} is not a loopback address: serve TLS (--tls-cert/--tls-key, see `grind cert \
+             self-signed`) or pass --allow-plaintext to send tokens in clear"
+        )));
+    }
     let store = Store::open(&args.db)
         .with_context(|| format!("cannot open the database {}", args.db.display()))?;
+    let auth = if args.require_auth || !loopback {
+        let auth = Authenticator::default();
+        Some(std::sync::Arc::new(auth))
+    } else {
+        None
+    };
     let config = Config {
         lease_ttl_ms: args.lease_ttl_ms,
         heartbeat_interval_ms: args.heartbeat_ms,
         verify_rate: args.verify_rate,
         max_attempts: args.max_attempts,
         sweep_interval_ms: (args.lease_ttl_ms / 10).clamp(10, 1000) as u64,
+        worker_calls_per_second: args.worker_calls_per_second,
+        registrations_per_second: args.registrations_per_second,
+        max_leases_per_worker: args.max_leases_per_worker,
         ..Config::default()
     };
-    let listener = TcpListener::bind(&args.listen)
-        .await
-        .with_context(|| format!("cannot listen on {}", args.listen))?;
-    let local = listener.local_addr().context("local address")?;
     // The line tools and tests wait for: the address actually bound (port 0 resolves here).
     println!("grind coordinator listening on {local}");
-    tracing::info!("serving {} on {local}", args.db.display());
+    tracing::info!(
+        "serving {} on {local} ({}, {})",
+        args.db.display(),
+        if tls.is_some() { "TLS" } else { "plain text" },
+        if auth.is_some() {
+            "tokens required"
+        } else {
+            "no authentication"
+        }
+    );
     let coordinator = Coordinator::new(store, Arc::new(SystemClock), config);
-    crate::server::serve(coordinator, listener, shutdown_signal())
+    let options = ServeOptions { auth, tls };
+    crate::server::serve_with(coordinator, listener, shutdown_signal(), options)
         .await
         .map_err(anyhow::Error::from)?;
     Ok(())

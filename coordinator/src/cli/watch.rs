@@ -3,8 +3,9 @@
 //!
 //! The bars show what the web UI's `/api/campaigns` returns: progress with its estimate,
 //! best value, units, ETA with its interval. `grind watch` reads that JSON over the same
-//! channel its gRPC calls use (the web API shares the coordinator's port, and an HTTP/2 GET
-//! travels fine on a gRPC channel); `grind run` computes it in-process.
+//! channel its gRPC calls use, with the same TLS settings and admin token (the web API
+//! shares the coordinator's port, and an HTTP/2 GET travels fine on a gRPC channel);
+//! `grind run` computes it in-process.
 
 use anyhow::Context;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -146,12 +147,17 @@ pub fn summary(c: &Value) -> String {
 }
 
 /// Reads `/api/campaigns` through the coordinator channel.
-async fn fetch(channel: &tonic::transport::Channel) -> anyhow::Result<Vec<Value>> {
+async fn fetch(
+    channel: &tonic::transport::Channel,
+    token: Option<&str>,
+) -> anyhow::Result<Vec<Value>> {
     use http_body_util::BodyExt;
     use tower::ServiceExt;
-    let request = http::Request::builder()
-        .method("GET")
-        .uri("/api/campaigns")
+    let mut request = http::Request::builder().method("GET").uri("/api/campaigns");
+    if let Some(token) = token {
+        request = request.header(http::header::AUTHORIZATION, format!("Bearer {token}"));
+    }
+    let request = request
         .body(tonic::body::Body::empty())
         .context("request")?;
     let response = channel.clone().oneshot(request).await?;
@@ -168,8 +174,14 @@ async fn fetch(channel: &tonic::transport::Channel) -> anyhow::Result<Vec<Value>
 
 /// Runs `grind watch`.
 pub async fn watch(args: WatchArgs) -> Result<(), CliError> {
-    let channel = tonic::transport::Endpoint::from_shared(args.url.coordinator.clone())
-        .map_err(|e| CliError::Usage(format!("bad --coordinator URL: {e}")))?
+    let access = grind_worker::connect::Access::from_sources(
+        args.url.token.clone(),
+        args.url.token_file.as_deref(),
+        args.url.ca_file.as_deref(),
+    )
+    .map_err(|e| CliError::Usage(e.to_string()))?;
+    let channel = grind_worker::connect::endpoint(&args.url.coordinator, &access)
+        .map_err(|e| CliError::Usage(e.to_string()))?
         .connect()
         .await
         .with_context(|| format!("cannot reach the coordinator at {}", args.url.coordinator))?;
@@ -177,7 +189,7 @@ pub async fn watch(args: WatchArgs) -> Result<(), CliError> {
     let mut bars = Bars::on_stdout();
     let period = Duration::from_millis(args.interval_ms.max(50));
     loop {
-        let mut campaigns = fetch(&channel).await?;
+        let mut campaigns = fetch(&channel, access.token.as_deref()).await?;
         if let Some(id) = args.campaign {
             campaigns.retain(|c| c["campaign"].as_i64() == Some(id));
             if campaigns.is_empty() {

@@ -3,7 +3,7 @@
 //! [`crate::server`]).
 //!
 //! Layout: [`routes`] (the URL table and the page handlers), [`api`] (JSON and metrics
-//! handlers), [`events`] (the live-update stream), [`data`] (what pages show, read from the
+//! handlers), [`events`] (the live-update stream), [`gate`] (admin tokens when required), [`data`] (what pages show, read from the
 //! store), [`estimate`] (progress and ETA), [`pages`] and [`html`] (HTML rendering),
 //! [`svg`] (plots and drawings), [`incumbent`] (which drawing fits a solution), [`assets`]
 //! (the embedded stylesheet and script).
@@ -13,6 +13,7 @@ pub mod assets;
 pub mod data;
 pub mod estimate;
 pub mod events;
+pub mod gate;
 pub mod html;
 pub mod incumbent;
 pub mod pages;

@@ -14,13 +14,19 @@ use tokio::sync::watch;
 use super::api::{self, WebError};
 use super::html::{layout, Nav};
 use super::{assets, events, pages, svg, WebState};
+use crate::auth::Authenticator;
 use crate::core::Coordinator;
 
 /// The web routes of `coordinator`, ready to merge with the gRPC services. `closing` turns
-/// true when the server starts shutting down.
-pub fn router(coordinator: Coordinator, closing: watch::Receiver<bool>) -> Router {
+/// true when the server starts shutting down; with `auth`, every route needs an admin token
+/// (see [`super::gate`]).
+pub fn router(
+    coordinator: Coordinator,
+    closing: watch::Receiver<bool>,
+    auth: Option<Arc<Authenticator>>,
+) -> Router {
     let state = Arc::new(WebState::new(coordinator, closing));
-    Router::new()
+    let router = Router::new()
         .route("/", get(campaigns_page))
         .route("/campaigns/{id}", get(campaign_page))
         .route("/campaigns/{id}/best.svg", get(best_svg))
@@ -37,7 +43,14 @@ pub fn router(coordinator: Coordinator, closing: watch::Receiver<bool>) -> Route
         .route("/api/events", get(events::stream))
         .route("/metrics", get(api::metrics))
         .fallback(not_found)
-        .with_state(state)
+        .with_state(state);
+    match auth {
+        Some(auth) => router.layer(axum::middleware::from_fn_with_state(
+            auth,
+            super::gate::require_admin,
+        )),
+        None => router,
+    }
 }
 
 /// Unknown paths: gRPC's `UNIMPLEMENTED` for gRPC requests (an unknown service or method), a

@@ -26,9 +26,18 @@ fn client() -> Client<hyper_util::client::legacy::connect::HttpConnector, Empty<
 
 /// GETs `base` + `path` (base like `http://127.0.0.1:1234`), with a 30 s limit.
 pub async fn get(base: &str, path: &str) -> Answer {
-    let uri: http::Uri = format!("{base}{path}").parse().expect("valid URI");
+    get_with(base, path, &[]).await
+}
+
+/// GETs `base` + `path` with extra request headers, with a 30 s limit.
+pub async fn get_with(base: &str, path: &str, headers: &[(&str, &str)]) -> Answer {
+    let mut request = http::Request::get(format!("{base}{path}"));
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let request = request.body(Empty::new()).expect("valid request");
     let fetch = async {
-        let response = client().get(uri).await.expect("HTTP GET");
+        let response = client().request(request).await.expect("HTTP GET");
         let status = response.status().as_u16();
         let content_type = response
             .headers()

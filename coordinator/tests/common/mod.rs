@@ -79,6 +79,11 @@ impl Proc {
         (Proc { child, log }, stdout)
     }
 
+    /// Spawns `cmd` with its output collected.
+    pub fn spawn_command(cmd: Command) -> Proc {
+        Proc::spawn(cmd).0
+    }
+
     /// Everything the process wrote to stderr so far.
     pub fn log(&self) -> String {
         self.log.lock().unwrap().clone()
@@ -225,6 +230,7 @@ pub async fn create(
             name: String::new(),
             verify_rate,
             max_attempts: 0,
+            family: String::new(),
         })
         .await
         .expect("create campaign")

@@ -1,0 +1,173 @@
+//! Offline commands against the database and the file system: tokens, certificates and
+//! backups. They work whether or not a coordinator is serving the database.
+
+use anyhow::Context;
+use std::path::PathBuf;
+
+use super::CliError;
+use crate::auth::{self, Role};
+use crate::store::Store;
+
+/// `grind token ...`
+#[derive(clap::Subcommand, Debug)]
+pub enum TokenCommand {
+    /// Create a token and print it (once: only its digest is stored).
+    Create {
+        /// The coordinator's database.
+        #[arg(long)]
+        db: PathBuf,
+        /// An admin token (campaign management) instead of a worker token.
+        #[arg(long)]
+        admin: bool,
+        /// A name to recognise it by (e.g. the machines it is for).
+        #[arg(long, default_value = "")]
+        name: String,
+    },
+    /// List tokens (ids, names, roles; never the tokens themselves).
+    List {
+        /// The coordinator's database.
+        #[arg(long)]
+        db: PathBuf,
+    },
+    /// Revoke a token: calls with it are refused within a second.
+    Revoke {
+        /// The coordinator's database.
+        #[arg(long)]
+        db: PathBuf,
+        /// Token id (see `grind token list`).
+        id: i64,
+    },
+}
+
+/// `grind cert ...`
+#[derive(clap::Subcommand, Debug)]
+pub enum CertCommand {
+    /// Make a CA and a server certificate signed by it (ca.pem, cert.pem, key.pem).
+    SelfSigned {
+        /// Directory to write the three files into.
+        #[arg(long)]
+        out_dir: PathBuf,
+        /// Host names or IP addresses workers use to reach the coordinator.
+        #[arg(long = "host", required = true)]
+        hosts: Vec<String>,
+    },
+}
+
+/// `grind backup` flags.
+#[derive(clap::Args, Debug)]
+pub struct BackupArgs {
+    /// The coordinator's database (it may be in use).
+    #[arg(long)]
+    pub db: PathBuf,
+    /// Where to write the snapshot (must not exist).
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+fn open(db: &PathBuf) -> Result<rusqlite::Connection, CliError> {
+    if !db.exists() {
+        return Err(CliError::Usage(format!(
+            "no database at {} (start `grind serve --db {}` once to create it)",
+            db.display(),
+            db.display()
+        )));
+    }
+    // Opening through the store applies migrations and refuses newer schemas.
+    drop(Store::open(db).with_context(|| format!("cannot open {}", db.display()))?);
+    let conn =
+        rusqlite::Connection::open(db).with_context(|| format!("cannot open {}", db.display()))?;
+    conn.busy_timeout(std::time::Duration::from_secs(10))
+        .context("busy timeout")?;
+    Ok(conn)
+}
+
+/// Runs a `grind token` command.
+pub fn token(cmd: TokenCommand) -> Result<(), CliError> {
+    match cmd {
+        TokenCommand::Create { db, admin, name } => {
+            let conn = open(&db)?;
+            let role = if admin { Role::Admin } else { Role::Worker };
+            let (id, token) = auth::create_token(&conn, role, &name, now_ms())
+                .map_err(|e| CliError::Usage(e.to_string()))?;
+            eprintln!(
+                "created {} token {id}; it is shown only now:",
+                role.as_str()
+            );
+            println!("{token}");
+        }
+        TokenCommand::List { db } => {
+            let conn = open(&db)?;
+            for t in auth::list_tokens(&conn).map_err(anyhow::Error::from)? {
+                println!(
+                    "{:>4}  {:<6} {:<30} created {}{}",
+                    t.id,
+                    t.role.as_str(),
+                    t.name,
+                    t.created_ms,
+                    t.revoked_ms
+                        .map(|at| format!("  REVOKED {at}"))
+                        .unwrap_or_default()
+                );
+            }
+        }
+        TokenCommand::Revoke { db, id } => {
+            let conn = open(&db)?;
+            auth::revoke_token(&conn, id, now_ms()).map_err(|e| CliError::Usage(e.to_string()))?;
+            println!("token {id} revoked");
+        }
+    }
+    Ok(())
+}
+
+/// Runs a `grind cert` command.
+pub fn cert(cmd: CertCommand) -> Result<(), CliError> {
+    match cmd {
+        CertCommand::SelfSigned { out_dir, hosts } => {
+            let files = crate::tls::write_self_signed(&out_dir, &hosts)
+                .map_err(|e| CliError::Usage(e.to_string()))?;
+            println!("CA (give to workers as --ca-file): {}", files.ca.display());
+            println!(
+                "server certificate (--tls-cert):   {}",
+                files.cert.display()
+            );
+            println!("server key (--tls-key):            {}", files.key.display());
+        }
+    }
+    Ok(())
+}
+
+/// Runs `grind backup`: a consistent snapshot through SQLite's online backup, safe while a
+/// coordinator writes to the database.
+pub fn backup(args: BackupArgs) -> Result<(), CliError> {
+    if args.out.exists() {
+        return Err(CliError::Usage(format!(
+            "{} exists; choose a new file",
+            args.out.display()
+        )));
+    }
+    let conn = open(&args.db)?;
+    conn.backup(
+        rusqlite::MAIN_DB,
+        &args.out,
+        None::<fn(rusqlite::backup::Progress)>,
+    )
+    .with_context(|| format!("backup to {} failed", args.out.display()))?;
+    let check = rusqlite::Connection::open(&args.out).context("cannot reopen the backup")?;
+    let verdict: String = check
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .context("cannot check the backup")?;
+    if verdict != "ok" {
+        return Err(CliError::Other(anyhow::anyhow!(
+            "the backup failed its integrity check: {verdict}"
+        )));
+    }
+    println!("backed up {} to {}", args.db.display(), args.out.display());
+    Ok(())
+}

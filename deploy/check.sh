@@ -1,0 +1,563 @@
+#!/usr/bin/env bash
+# deploy/check.sh: offline checks of every deployment file under deploy/ (and .dockerignore).
+#
+#   bash deploy/check.sh
+#
+# Each check prints PASS, FAIL (with the findings) or SKIP (with the reason); the last line
+# is "deploy-check: N passed, N failed, N skipped". Exit status 1 on any FAIL. A check is
+# skipped only when its tool cannot be had on this machine; under CI=true a skip fails the
+# run too, unless GRIND_DEPLOY_CHECK_ALLOW_SKIP=1.
+#
+# Tools come from PyPI, pinned in deploy/check-requirements.txt, into a private virtualenv
+# created once per machine (GRIND_DEPLOY_CHECK_VENV, default ~/.cache/grind-deploy-check/);
+# systemd-analyze comes from the system (Debian: apt-get install systemd).
+#
+# The CLI check reads `--help` of the built binaries (GRIND_BIN_DIR, else target/debug or
+# target/release) to make sure every flag the deploy files use exists: run it after
+# `cargo build --workspace`.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+ROOT=$PWD
+DEPLOY=$ROOT/deploy
+K8S_VERSIONS=(1.30.0 1.37.0) # oldest and newest Kubernetes the manifests are checked against
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/grind-deploy-check.XXXXXX")
+BG_PIDS=()
+cleanup() {
+    local pid
+    for pid in "${BG_PIDS[@]}"; do
+        kill -KILL "$pid" 2>/dev/null || true
+    done
+    kill_stub
+    rm -rf "$WORK"
+}
+# The stand-in worker of the Slurm and HTCondor tests records "PID PPID" here.
+kill_stub() {
+    if [[ -s $WORK/stub/pid ]]; then
+        kill -KILL "$(cut -d' ' -f1 "$WORK/stub/pid")" 2>/dev/null || true
+        rm -f "$WORK/stub/pid"
+    fi
+}
+trap cleanup EXIT
+
+passed=0
+failed=0
+skipped=0
+pass() {
+    passed=$((passed + 1))
+    printf 'PASS  %s\n' "$1"
+}
+fail() {
+    failed=$((failed + 1))
+    printf 'FAIL  %s\n' "$1"
+    if [[ -n ${2:-} && -s $2 ]]; then
+        sed 's/^/      /' "$2"
+    fi
+}
+skip() {
+    skipped=$((skipped + 1))
+    printf 'SKIP  %s: %s\n' "$1" "$2"
+}
+
+# run NAME COMMAND...: PASS when the command exits 0 and prints nothing, else FAIL with its output.
+run() {
+    local name=$1 out=$WORK/out.txt
+    shift
+    if "$@" >"$out" 2>&1 && [[ ! -s $out ]]; then
+        pass "$name"
+    else
+        fail "$name" "$out"
+    fi
+}
+
+# run_rc NAME COMMAND...: PASS when the command exits 0 (its output is ignored then).
+run_rc() {
+    local name=$1 out=$WORK/out.txt
+    shift
+    if "$@" >"$out" 2>&1; then
+        pass "$name"
+    else
+        fail "$name" "$out"
+    fi
+}
+
+# ----------------------------------------------------------------------------- tools
+REQUIREMENTS=$DEPLOY/check-requirements.txt
+CACHE_DIR=${GRIND_DEPLOY_CHECK_VENV:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/grind-deploy-check}
+VENV=""
+tools_reason=""
+setup_venv() {
+    if ! command -v python3 >/dev/null 2>&1; then
+        tools_reason="python3 is not installed"
+        return 1
+    fi
+    local stamp
+    stamp=$({
+        cat "$REQUIREMENTS"
+        python3 -c 'import sys; print(sys.version)'
+    } | sha256sum | cut -c1-16)
+    VENV=$CACHE_DIR/venv-$stamp
+    if [[ -f $VENV/.complete ]]; then
+        return 0
+    fi
+    mkdir -p "$CACHE_DIR"
+    # One installer at a time (two checks started together share the virtualenv).
+    if command -v flock >/dev/null 2>&1; then
+        exec 9>"$CACHE_DIR/.lock"
+        flock 9
+        if [[ -f $VENV/.complete ]]; then
+            return 0
+        fi
+    fi
+    echo "deploy-check: installing pinned tools into $VENV (once per machine)"
+    rm -rf "$VENV"
+    if ! python3 -m venv "$VENV" >"$WORK/venv.log" 2>&1; then
+        # Debian's own python3 needs python3-venv for this.
+        if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null 2>&1 &&
+            { apt-get install -y --no-install-recommends python3-venv ||
+                { apt-get update && apt-get install -y --no-install-recommends python3-venv; }; } \
+                >>"$WORK/venv.log" 2>&1; then
+            rm -rf "$VENV"
+            python3 -m venv "$VENV" >>"$WORK/venv.log" 2>&1 || true
+        fi
+        if [[ ! -x $VENV/bin/pip ]]; then
+            tools_reason="python3 -m venv failed: $(tail -n 1 "$WORK/venv.log")"
+            return 1
+        fi
+    fi
+    if ! "$VENV/bin/pip" install --disable-pip-version-check --quiet -r "$REQUIREMENTS" \
+        >"$WORK/pip.log" 2>&1; then
+        tools_reason="pip install -r deploy/check-requirements.txt failed: $(tail -n 1 "$WORK/pip.log")"
+        return 1
+    fi
+    touch "$VENV/.complete"
+    exec 9>&- # release the lock (children must not hold it)
+}
+if setup_venv; then
+    PATH=$VENV/bin:$PATH
+    PY=$VENV/bin/python
+else
+    echo "deploy-check: no tools: $tools_reason"
+    VENV=""
+    PY=""
+fi
+have() { [[ -n $VENV && -x $VENV/bin/$1 ]]; }
+
+if ! command -v systemd-analyze >/dev/null 2>&1 && [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null 2>&1; then
+    echo "deploy-check: installing systemd (for systemd-analyze)"
+    if ! { apt-get install -y --no-install-recommends systemd || {
+        apt-get update && apt-get install -y --no-install-recommends systemd
+    }; } >"$WORK/apt.log" 2>&1; then
+        echo "deploy-check: apt-get install systemd failed: $(tail -n 1 "$WORK/apt.log")"
+    fi
+fi
+
+# ----------------------------------------------------------------------------- shell scripts
+mapfile -t SCRIPTS < <(
+    find "$DEPLOY" -type f ! -name '*.md' -print0 | sort -z |
+        while IFS= read -r -d '' f; do
+            if head -n 1 "$f" | grep -Eq '^#!(/usr/bin/env (ba)?sh|/bin/(ba)?sh)'; then
+                printf '%s\n' "$f"
+            fi
+        done
+)
+for f in "${SCRIPTS[@]}"; do
+    rel=${f#"$ROOT"/}
+    if head -n 1 "$f" | grep -q bash; then
+        run "bash -n $rel" bash -n "$f"
+    else
+        run "sh -n $rel (dash)" sh -n "$f"
+    fi
+    if [[ -x $f ]]; then
+        pass "executable bit: $rel"
+    else
+        echo "$rel is not executable (chmod +x)" >"$WORK/x.txt"
+        fail "executable bit: $rel" "$WORK/x.txt"
+    fi
+done
+if have shellcheck; then
+    run "shellcheck (${#SCRIPTS[@]} scripts: ${SCRIPTS[*]#"$ROOT"/})" \
+        shellcheck --external-sources --severity=style --format=gcc "${SCRIPTS[@]}"
+else
+    skip "shellcheck" "${tools_reason:-shellcheck missing from the virtualenv}"
+fi
+
+# ----------------------------------------------------------------------------- systemd
+UNITS_DIR=$DEPLOY/systemd
+if command -v systemd-analyze >/dev/null 2>&1; then
+    # The units name /usr/local/bin/grind and grind-worker, and systemd-analyze verify
+    # insists that ExecStart= binaries exist: verify copies that point at stub executables.
+    mkdir -p "$WORK/bin" "$WORK/units"
+    for b in grind grind-worker; do
+        printf '#!/bin/sh\nexit 0\n' >"$WORK/bin/$b"
+        chmod +x "$WORK/bin/$b"
+    done
+    for u in "$UNITS_DIR"/*.service "$UNITS_DIR"/*.timer; do
+        sed "s#/usr/local/bin/#$WORK/bin/#g" "$u" >"$WORK/units/$(basename "$u")"
+    done
+    for u in "$WORK"/units/*; do
+        name=$(basename "$u")
+        target=$u
+        # A template is verified through an instance: systemd loads foo@.service for it.
+        [[ $name == *@.service ]] && target=$WORK/units/${name%@.service}@main.service
+        run "systemd-analyze verify deploy/systemd/$name" \
+            env SYSTEMD_LOG_COLOR=0 systemd-analyze verify --man=no "$target"
+        if [[ $name == *.service ]]; then
+            # Exposure score 0-10 (lower is safer): the units must stay "OK" (<= 2.0).
+            run_rc "systemd-analyze security deploy/systemd/$name (exposure <= 2.0)" \
+                systemd-analyze security --offline=yes --threshold=20 --no-pager "$target"
+        fi
+    done
+    # grind-as-coordinator hands its --property= settings to systemd-run: verify them as a unit.
+    {
+        printf '[Service]\nType=oneshot\nExecStart=%s/bin/grind token list --db /var/lib/grind/campaigns.db\n' "$WORK"
+        grep -o -- '--property=[^ ]*' "$UNITS_DIR/grind-as-coordinator" | sed 's/^--property=//'
+    } >"$WORK/units/grind-as-coordinator-check.service"
+    run "systemd-analyze verify grind-as-coordinator's systemd-run properties" \
+        env SYSTEMD_LOG_COLOR=0 systemd-analyze verify --man=no "$WORK/units/grind-as-coordinator-check.service"
+else
+    skip "systemd-analyze verify/security" "systemd-analyze is not installed (Debian package systemd)"
+fi
+
+# ----------------------------------------------------------------------------- Dockerfile
+DOCKERFILE=$DEPLOY/docker/Dockerfile
+if have hadolint; then
+    run "hadolint deploy/docker/Dockerfile" hadolint --no-color --failure-threshold style "$DOCKERFILE"
+else
+    skip "hadolint" "${tools_reason:-hadolint missing from the virtualenv}"
+fi
+check_docker_context() {
+    # The packages and binaries the Dockerfile builds exist in the workspace ...
+    local pkg bin member rust_min rust_img
+    while read -r pkg; do
+        grep -Rqs --include=Cargo.toml -E "^name = \"$pkg\"" "$ROOT"/*/Cargo.toml "$ROOT"/*/*/Cargo.toml ||
+            echo "Dockerfile builds package $pkg, which no Cargo.toml defines"
+    done < <(grep -o -- '-p [a-z0-9-]*' "$DOCKERFILE" | awk '{print $2}' | sort -u)
+    for bin in grind grind-worker; do
+        grep -q "target/release/$bin" "$DOCKERFILE" || echo "Dockerfile does not install $bin"
+        grep -Rqs -E "^name = \"$bin\"" "$ROOT"/coordinator/Cargo.toml "$ROOT"/worker/Cargo.toml ||
+            echo "no [[bin]] named $bin in coordinator/ or worker/"
+    done
+    # ... .dockerignore keeps every workspace member in the build context ...
+    for member in $(sed -n '/^members/,/]/p' "$ROOT/Cargo.toml" | grep -o '"[^"]*"' | tr -d '"'); do
+        if grep -Eqx "${member%%/*}/?" "$ROOT/.dockerignore"; then
+            echo ".dockerignore excludes workspace member $member"
+        fi
+    done
+    grep -Eqx 'target/?' "$ROOT/.dockerignore" || echo ".dockerignore should exclude target"
+    # ... and the builder's Rust is at least the workspace's rust-version.
+    rust_min=$(sed -n 's/^rust-version = "\(.*\)"/\1/p' "$ROOT/Cargo.toml")
+    rust_img=$(sed -n 's/^ARG RUST_VERSION=//p' "$DOCKERFILE")
+    if [[ -n $rust_min && -n $rust_img ]] &&
+        [[ $(printf '%s\n%s\n' "$rust_min" "$rust_img" | sort -V | head -n 1) != "$rust_min" ]]; then
+        echo "Dockerfile's RUST_VERSION $rust_img is older than the workspace's rust-version $rust_min"
+    fi
+}
+run "Dockerfile builds the workspace's packages; .dockerignore keeps them" check_docker_context
+
+# ----------------------------------------------------------------------------- YAML, compose
+mapfile -t YAMLS < <(find "$DEPLOY" -type f \( -name '*.yaml' -o -name '*.yml' \) | sort)
+if have yamllint; then
+    run "yamllint (${#YAMLS[@]} files)" yamllint --strict --format parsable \
+        -d '{extends: default, rules: {line-length: {max: 120}, document-start: disable, truthy: {check-keys: false}}}' \
+        "${YAMLS[@]}"
+else
+    skip "yamllint" "${tools_reason:-yamllint missing from the virtualenv}"
+fi
+
+COMPOSE=$DEPLOY/docker/compose.yaml
+compose_cli=()
+if docker compose version >/dev/null 2>&1; then
+    compose_cli=(docker compose)
+elif have docker-compose; then
+    compose_cli=("$VENV/bin/docker-compose")
+fi
+check_compose() {
+    # The secrets' files need not exist for `config`; the services and their wiring must.
+    local rendered=$WORK/compose.json
+    GRIND_WORKERS=3 GRIND_WORKER_THREADS=2 "${compose_cli[@]}" -f "$COMPOSE" config --format json >"$rendered"
+    "$PY" - "$rendered" <<'EOF'
+import json, sys
+c = json.load(open(sys.argv[1]))
+s = c["services"]
+problems = []
+if set(s) != {"tls-init", "coordinator", "worker"}:
+    problems.append(f"services are {sorted(s)}")
+w, co = s.get("worker", {}), s.get("coordinator", {})
+if w.get("deploy", {}).get("replicas") != 3:
+    problems.append("worker replicas do not follow GRIND_WORKERS")
+if "2" not in w.get("command", []):
+    problems.append("worker --threads does not follow GRIND_WORKER_THREADS")
+if w.get("depends_on", {}).get("coordinator", {}).get("condition") != "service_healthy":
+    problems.append("workers must wait for a healthy coordinator")
+if "healthcheck" not in co:
+    problems.append("the coordinator needs a healthcheck")
+if co.get("command", [None, None])[:2] != ["grind", "serve"] or w.get("command", [None])[0] != "grind-worker":
+    problems.append("coordinator must run `grind serve`, workers `grind-worker`")
+if not any(v.get("target") == "/var/lib/grind" for v in co.get("volumes", [])):
+    problems.append("the coordinator's /var/lib/grind must be a volume")
+if w.get("environment", {}).get("GRIND_TOKEN_FILE") != "/run/secrets/worker_token":
+    problems.append("workers must read the token from the worker_token secret")
+def seconds(d):
+    # "1m0s", "30s"
+    total, num = 0, ""
+    for ch in d:
+        if ch.isdigit():
+            num += ch
+        else:
+            total += int(num) * {"h": 3600, "m": 60, "s": 1}[ch]
+            num = ""
+    return total
+if seconds(w.get("stop_grace_period", "10s")) < 15:
+    problems.append("workers need a stop_grace_period of at least 15 s to checkpoint")
+if problems:
+    print("\n".join(problems))
+sys.exit(1 if problems else 0)
+EOF
+}
+if [[ ${#compose_cli[@]} -gt 0 && -n $PY ]]; then
+    run "compose config deploy/docker/compose.yaml (${compose_cli[*]##*/})" \
+        "${compose_cli[@]}" -f "$COMPOSE" config --quiet
+    run "compose wiring: services, replicas, healthcheck, secrets, grace" check_compose
+else
+    skip "compose config" "${tools_reason:-no docker compose plugin and no docker-compose in the virtualenv}"
+fi
+
+# ----------------------------------------------------------------------------- Kubernetes
+K8S=$DEPLOY/kubernetes
+mapfile -t KUSTOMIZATIONS < <(find "$K8S" -name kustomization.yaml -printf '%h\n' | sort)
+if have kubectl && have kubernetes-validate; then
+    rendered=()
+    for dir in "${KUSTOMIZATIONS[@]}"; do
+        rel=${dir#"$ROOT"/}
+        # Components are rendered only through the overlays that use them.
+        if grep -q '^kind: Component' "$dir/kustomization.yaml"; then
+            continue
+        fi
+        out=$WORK/k8s-$(echo "$rel" | tr '/' '_').yaml
+        if kubectl kustomize "$dir" >"$out" 2>"$WORK/kustomize.err"; then
+            pass "kustomize build $rel"
+            rendered+=("$out")
+        else
+            fail "kustomize build $rel" "$WORK/kustomize.err"
+        fi
+    done
+    for v in "${K8S_VERSIONS[@]}"; do
+        # --quiet prints only warnings and errors; a warning (e.g. no schema for a kind) fails too.
+        run "kubernetes-validate --strict, Kubernetes $v (${#rendered[@]} builds + secrets.example.yaml)" \
+            kubernetes-validate --strict --quiet -k "$v" "${rendered[@]}" "$K8S/secrets.example.yaml"
+    done
+    # Base first: later builds may use its objects (the workers' PriorityClass).
+    ordered=()
+    for out in "${rendered[@]}"; do [[ $out == *_base.yaml ]] && ordered+=("$out"); done
+    for out in "${rendered[@]}"; do [[ $out != *_base.yaml ]] && ordered+=("$out"); done
+    run "manifest cross-references, restricted Pod Security, grace periods" \
+        "$PY" "$DEPLOY/check_manifests.py" "$K8S/secrets.example.yaml" "${ordered[@]}"
+else
+    skip "Kubernetes manifests" "${tools_reason:-kubectl or kubernetes-validate missing from the virtualenv}"
+fi
+
+# ----------------------------------------------------------------------------- Slurm
+SBATCH=$DEPLOY/slurm/grind-worker.sbatch
+check_sbatch_directives() {
+    # sbatch reads #SBATCH lines only up to the first command; the options must be real ones.
+    awk '
+        NR == 1 { next }
+        /^#SBATCH/ { if (seen_cmd) print FILENAME ":" NR ": #SBATCH after the first command is ignored by sbatch"; next }
+        /^[[:space:]]*(#|$)/ { next }
+        { seen_cmd = 1 }
+    ' "$SBATCH"
+    local known=" job-name array nodes ntasks cpus-per-task mem mem-per-cpu time signal output error open-mode requeue no-requeue partition account qos constraint exclusive "
+    local opt
+    while read -r opt; do
+        [[ $known == *" $opt "* ]] || echo "unknown or unexpected #SBATCH option --$opt"
+    done < <(sed -n 's/^#SBATCH --\([a-z-]*\).*/\1/p' "$SBATCH")
+    grep -Eq '^#SBATCH --signal=B:(TERM|SIGTERM|15)@[0-9]+$' "$SBATCH" ||
+        echo "expected #SBATCH --signal=B:TERM@SECONDS (SIGTERM to the batch shell before the time limit)"
+    grep -Eq "^trap '[^']*' TERM$" "$SBATCH" || echo "no TERM trap to forward the signal to the worker"
+}
+run "sbatch directives (before the first command, known options, --signal=B:TERM)" check_sbatch_directives
+
+# A stand-in worker: records its arguments, on SIGTERM "checkpoints" and exits 0.
+STUB=$WORK/stub/grind-worker
+mkdir -p "$WORK/stub"
+cat >"$STUB" <<EOF
+#!/bin/bash
+echo "\$\$ \$PPID" >"$WORK/stub/pid"
+printf '%s\n' "\$@" >"$WORK/stub/args"
+trap 'echo checkpoint >>"$WORK/stub/log"; sleep 0.3; echo released >>"$WORK/stub/log"; exit 0' TERM
+echo started >"$WORK/stub/log"
+while true; do sleep 0.05; done
+EOF
+chmod +x "$STUB"
+# wait_for FILE PATTERN: up to 5 s.
+wait_for() {
+    local _
+    for _ in $(seq 50); do
+        grep -q "$2" "$1" 2>/dev/null && return 0
+        sleep 0.1
+    done
+    echo "timed out waiting for '$2' in $1"
+    return 1
+}
+check_sbatch_signal() {
+    rm -f "$WORK/stub/log" "$WORK/stub/args"
+    echo token >"$WORK/stub/token"
+    # timeout only ends a job script that hangs.
+    GRIND_COORDINATOR=https://coordinator.test:7878 GRIND_TOKEN_FILE=$WORK/stub/token \
+        GRIND_WORKER_BIN=$STUB GRIND_CA_FILE=$WORK/stub/none HOME=$WORK \
+        SLURM_JOB_ID=43 SLURM_ARRAY_JOB_ID=42 SLURM_ARRAY_TASK_ID=5 SLURM_CPUS_PER_TASK=3 \
+        timeout --kill-after=10 30 bash "$SBATCH" >"$WORK/stub/job.out" 2>&1 &
+    local job=$! status=0
+    BG_PIDS+=("$job")
+    if ! wait_for "$WORK/stub/log" started; then
+        cat "$WORK/stub/job.out"
+        return 1
+    fi
+    # Slurm's --signal=B:TERM signals the batch shell alone: the worker's parent.
+    kill -TERM "$(cut -d' ' -f2 "$WORK/stub/pid")"
+    wait "$job" || status=$?
+    kill_stub
+    [[ $status == 0 ]] || echo "the job script exited $status after SIGTERM (want 0: clean stop; 124/137: hung)"
+    grep -qx released "$WORK/stub/log" || echo "the worker did not get SIGTERM / was not waited for: $(cat "$WORK/stub/log")"
+    local args
+    args=$(tr '\n' ' ' <"$WORK/stub/args")
+    [[ $args == *"--coordinator https://coordinator.test:7878 "* ]] || echo "worker args lack --coordinator: $args"
+    [[ $args == *"--threads 3 "* ]] || echo "worker args lack --threads \$SLURM_CPUS_PER_TASK: $args"
+    [[ $args == *"--token-file $WORK/stub/token "* ]] || echo "worker args lack --token-file: $args"
+    [[ $args == *"--name slurm-42-5-"* ]] || echo "worker args lack --name slurm-JOB-TASK-HOST: $args"
+    return 0
+}
+run "sbatch script forwards SIGTERM to the worker and waits for its checkpoint" check_sbatch_signal
+
+# ----------------------------------------------------------------------------- HTCondor
+SUB=$DEPLOY/htcondor/grind-worker.sub
+check_condor_submit() {
+    (cd "$DEPLOY/htcondor" && CONDOR_CONFIG=/dev/null "$PY" -W ignore - "$SUB") <<'EOF'
+import sys
+import htcondor
+text = open(sys.argv[1]).read()
+ads = list(htcondor.Submit(text).jobs(count=1))  # condor_submit's own parser, no schedd
+ad = ads[0]
+want = {"KillSig": "SIGTERM", "RemoveKillSig": "SIGTERM", "HoldKillSig": "SIGTERM",
+        "WantGracefulRemoval": True, "JobUniverse": 5}
+problems = [f"{k} = {ad.get(k)!r}, want {v!r}" for k, v in want.items() if ad.get(k) != v]
+if not (isinstance(ad.get("JobMaxVacateTime"), int) and ad["JobMaxVacateTime"] >= 15):
+    problems.append(f"JobMaxVacateTime = {ad.get('JobMaxVacateTime')!r}: the worker needs >= 15 s")
+if not ad.get("Cmd", "").endswith("/grind-worker.sh"):
+    problems.append(f"executable {ad.get('Cmd')!r} is not the wrapper grind-worker.sh")
+inputs = ad.get("TransferInput", "").split(",")
+for f in ("grind-worker", "worker.token"):
+    if f not in inputs:
+        problems.append(f"transfer_input_files lacks {f}")
+if "GRIND_COORDINATOR=" not in str(ad.get("Environment", "")):
+    problems.append("environment does not set GRIND_COORDINATOR")
+args = str(ad.get("Arguments", ""))
+if "--threads " + str(ad.get("RequestCpus")) not in args:
+    problems.append(f"arguments {args!r} do not pass --threads = request_cpus")
+if not isinstance(ad.get("RequestMemory"), int):
+    problems.append(f"request_memory does not parse: {ad.get('RequestMemory')!r}")
+if problems:
+    print("\n".join(problems))
+sys.exit(1 if problems else 0)
+EOF
+}
+if [[ -n $PY ]] && "$PY" -c 'import htcondor' >/dev/null 2>&1; then
+    run_rc "HTCondor parses grind-worker.sub (SIGTERM on every stop, vacate time, inputs)" check_condor_submit
+else
+    skip "HTCondor submit file" "${tools_reason:-htcondor bindings missing from the virtualenv}"
+fi
+check_condor_wrapper() {
+    # Run the wrapper as HTCondor would, in a scratch directory with the transferred files.
+    local scratch=$WORK/condor-scratch status=0 job stub_pid stub_ppid
+    mkdir -p "$scratch"
+    cp "$STUB" "$scratch/grind-worker"
+    chmod -x "$scratch/grind-worker" # file transfer may drop the executable bit
+    echo token >"$scratch/worker.token"
+    echo ca >"$scratch/ca.pem"
+    rm -f "$WORK/stub/log" "$WORK/stub/args"
+    (cd "$scratch" && GRIND_COORDINATOR=https://coordinator.test:7878 \
+        exec timeout --kill-after=10 30 sh "$DEPLOY/htcondor/grind-worker.sh" --threads 4 --name condor-7.0) \
+        >"$WORK/stub/condor.out" 2>&1 &
+    job=$!
+    BG_PIDS+=("$job")
+    if ! wait_for "$WORK/stub/log" started; then
+        cat "$WORK/stub/condor.out"
+        return 1
+    fi
+    # exec: the process HTCondor started (sh, a child of timeout here) is now the worker itself,
+    # so HTCondor's SIGTERM, sent to that process alone, reaches the worker directly.
+    local started
+    read -r stub_pid stub_ppid <"$WORK/stub/pid"
+    if [[ $stub_ppid == "$job" ]]; then
+        started=$stub_pid
+    else
+        started=$stub_ppid
+        echo "the wrapper did not exec the worker (a shell stays between HTCondor and the worker)"
+    fi
+    kill -TERM "$started"
+    wait "$job" || status=$?
+    kill_stub
+    [[ $status == 0 ]] || echo "exited $status after SIGTERM (want 0; 124/137: hung)"
+    grep -qx released "$WORK/stub/log" || echo "the worker did not checkpoint on SIGTERM"
+    local args
+    args=$(tr '\n' ' ' <"$WORK/stub/args")
+    [[ $args == "--ca-file ca.pem --coordinator https://coordinator.test:7878 --token-file worker.token --threads 4 --name condor-7.0 " ]] ||
+        echo "unexpected worker arguments: $args"
+    return 0
+}
+run "HTCondor wrapper execs the worker, which gets SIGTERM itself" check_condor_wrapper
+
+# ----------------------------------------------------------------------------- CLI surface
+# Every flag the deploy files and READMEs use, by command. Keep in step with the files.
+SURFACE=(
+    "grind serve|--listen --db --require-auth --tls-cert --tls-key --allow-plaintext --lease-ttl-ms --heartbeat-ms"
+    "grind token create|--db --admin --name"
+    "grind token list|--db"
+    "grind token revoke|--db"
+    "grind cert self-signed|--out-dir --host"
+    "grind backup|--db --out"
+    "grind status|--coordinator --token-file --ca-file --json"
+    "grind campaign list|--coordinator --token-file --ca-file"
+    "grind campaign add primes|--to --unit"
+    "grind-worker|--coordinator --token-file --ca-file --threads --name --idle-only --max-hours"
+)
+bin_dir=""
+for d in "${GRIND_BIN_DIR:-}" "${CARGO_TARGET_DIR:-$ROOT/target}/debug" "${CARGO_TARGET_DIR:-$ROOT/target}/release"; do
+    if [[ -n $d && -x $d/grind && -x $d/grind-worker ]]; then
+        bin_dir=$d
+        break
+    fi
+done
+check_cli() {
+    local entry cmd flags help flag
+    for entry in "${SURFACE[@]}"; do
+        cmd=${entry%%|*}
+        flags=${entry#*|}
+        # shellcheck disable=SC2086 # split "grind token create" into words
+        if ! help=$(set -- $cmd && "$bin_dir/$1" "${@:2}" --help 2>&1); then
+            echo "'$cmd --help' failed: ${help%%$'\n'*}"
+            continue
+        fi
+        for flag in $flags; do
+            grep -Eq -- "(^|[^[:alnum:]-])$flag([^[:alnum:]-]|$)" <<<"$help" ||
+                echo "'$cmd' has no $flag (the deploy files use it)"
+        done
+    done
+}
+if [[ -n $bin_dir ]]; then
+    run "CLI flags used by deploy/ exist ($bin_dir)" check_cli
+else
+    skip "CLI flags used by deploy/" "no built grind and grind-worker (cargo build --workspace, or set GRIND_BIN_DIR)"
+fi
+
+# ----------------------------------------------------------------------------- summary
+echo "deploy-check: $passed passed, $failed failed, $skipped skipped"
+if [[ $failed -gt 0 ]]; then
+    exit 1
+fi
+if [[ $skipped -gt 0 && ${CI:-} == true && ${GRIND_DEPLOY_CHECK_ALLOW_SKIP:-0} != 1 ]]; then
+    echo "deploy-check: checks were skipped under CI=true (GRIND_DEPLOY_CHECK_ALLOW_SKIP=1 allows it)"
+    exit 1
+fi
