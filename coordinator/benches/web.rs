@@ -29,14 +29,18 @@ async fn populate(coordinator: &Coordinator) -> (i64, i64) {
     let mut workers = Vec::new();
     for i in 0..WORKERS {
         let reply = coordinator
-            .register(pb::RegisterRequest {
-                name: format!("bench-worker-{i:03}"),
-                host: format!("host-{:02}", i / 4),
-                cores: 4,
-                version: "0.1.0".into(),
-                git_commit: "0123456789ab".into(),
-                previous_worker_id: 0,
-            })
+            .register(
+                pb::RegisterRequest {
+                    name: format!("bench-worker-{i:03}"),
+                    host: format!("host-{:02}", i / 4),
+                    cores: 4,
+                    version: "0.1.0".into(),
+                    git_commit: "0123456789ab".into(),
+                    previous_worker_id: 0,
+                },
+                None,
+                None,
+            )
             .await
             .expect("register");
         workers.push(reply.worker_id);
@@ -48,6 +52,7 @@ async fn populate(coordinator: &Coordinator) -> (i64, i64) {
             name: String::new(),
             verify_rate: 0.0,
             max_attempts: 0,
+            ..Default::default()
         })
         .await
         .expect("create");
@@ -122,6 +127,7 @@ async fn populate(coordinator: &Coordinator) -> (i64, i64) {
             name: String::new(),
             verify_rate: 0.0,
             max_attempts: 0,
+            ..Default::default()
         })
         .await
         .expect("create")[0];
