@@ -813,7 +813,9 @@ fn acknowledged(conn: &Connection, facts: &RunFacts, verdict: &mut Verdict) {
         let found = stored.get(lease);
         verdict.check(
             "acknowledged_results_kept",
-            found.is_some_and(|(same_worker, status)| *same_worker == 1 && status == "accepted"),
+            found.is_some_and(|(same_worker, status)| {
+                *same_worker == 1 && (status == "accepted" || status == "awaiting")
+            }),
             || {
                 format!(
                     "lease {lease}: {} says its result was accepted, the store has {found:?}",

@@ -77,6 +77,9 @@ struct Args {
     /// Print each run's report as one JSON line instead of the summary.
     #[arg(long)]
     json: bool,
+    /// Print the fault plan of each round (one JSON line per fault) and exit.
+    #[arg(long)]
+    plan_only: bool,
 }
 
 fn main() -> ExitCode {
@@ -122,6 +125,25 @@ fn main_with(args: Args) -> Result<bool> {
         bail!("--topswops-max-n must be between 5 and 10");
     }
     let enabled = enabled_faults(&args.faults)?;
+    if args.plan_only {
+        for round in 0..args.rounds {
+            let seed = args.seed + round;
+            let plan = grind_chaos::faults::plan(
+                &mut grind_chaos::rng::Rng::new(seed).fork(1),
+                Duration::from_secs_f64(args.duration),
+                args.workers,
+                Duration::from_millis(args.fault_every_ms.max(50)),
+                &enabled,
+            );
+            for fault in plan {
+                println!(
+                    "{{\"seed\":{seed},\"fault\":{}}}",
+                    serde_json::to_string(&fault)?
+                );
+            }
+        }
+        return Ok(true);
+    }
     let binaries = Binaries::locate(args.grind_bin.clone(), args.worker_bin.clone())?;
     let (root, temporary) = match &args.out {
         Some(dir) => (dir.clone(), None),
