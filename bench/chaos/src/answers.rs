@@ -63,13 +63,13 @@ pub fn topswops_flips(deck: &[u8]) -> u64 {
     flips
 }
 
-/// f(n): the most flips over all `n!` decks of `n` cards (Heap's algorithm).
-pub fn topswops_max(n: u8) -> u64 {
-    if n == 0 {
-        return 0;
-    }
+/// Calls `visit` with every deck of `n` cards (Heap's algorithm); stops when it returns
+/// false.
+pub fn for_each_deck(n: u8, mut visit: impl FnMut(&[u8]) -> bool) {
     let mut deck: Vec<u8> = (1..=n).collect();
-    let mut best = topswops_flips(&deck);
+    if !visit(&deck) {
+        return;
+    }
     let len = deck.len();
     let mut counters = vec![0usize; len];
     let mut i = 1;
@@ -80,7 +80,9 @@ pub fn topswops_max(n: u8) -> u64 {
             } else {
                 deck.swap(counters[i], i);
             }
-            best = best.max(topswops_flips(&deck));
+            if !visit(&deck) {
+                return;
+            }
             counters[i] += 1;
             i = 1;
         } else {
@@ -88,7 +90,31 @@ pub fn topswops_max(n: u8) -> u64 {
             i += 1;
         }
     }
+}
+
+/// f(n): the most flips over all `n!` decks of `n` cards.
+pub fn topswops_max(n: u8) -> u64 {
+    if n == 0 {
+        return 0;
+    }
+    let mut best = 0;
+    for_each_deck(n, |deck| {
+        best = best.max(topswops_flips(deck));
+        true
+    });
     best
+}
+
+/// Some deck of `n` cards taking exactly `flips` flips, if there is one.
+pub fn topswops_deck_with(n: u8, flips: u64) -> Option<Vec<u8>> {
+    let mut found = None;
+    for_each_deck(n, |deck| {
+        if topswops_flips(deck) == flips {
+            found = Some(deck.to_vec());
+        }
+        found.is_none()
+    });
+    found
 }
 
 #[cfg(test)]
@@ -117,5 +143,8 @@ mod tests {
             assert_eq!(topswops_max(n), f, "f({n})");
         }
         assert_eq!(topswops_flips(&[3, 1, 4, 5, 2]), 7);
+        let deck = topswops_deck_with(6, 9).unwrap();
+        assert_eq!(topswops_flips(&deck), 9);
+        assert_eq!(topswops_deck_with(6, 11), None);
     }
 }
