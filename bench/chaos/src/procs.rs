@@ -10,6 +10,9 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, ChildStdout, Command};
 
+use grind_proto::v1 as pb;
+use grind_proto::v1::admin_client::AdminClient;
+
 use crate::ChaosError;
 
 /// Where the binaries under test are.
@@ -142,13 +145,20 @@ impl CoordinatorProc {
             .next()
             .and_then(|text| text.parse::<SocketAddr>().ok());
         match (read, addr) {
-            (Ok(Ok(_)), Some(addr)) if line.contains("listening on") => Ok(CoordinatorProc {
-                child,
-                _stdout: stdout,
-                addr,
-                pid,
-                log,
-            }),
+            (Ok(Ok(_)), Some(addr)) if line.contains("listening on") => {
+                let mut proc = CoordinatorProc {
+                    child,
+                    _stdout: stdout,
+                    addr,
+                    pid,
+                    log,
+                };
+                // It prints its address before its start-up write (every active lease gets
+                // a full lease time, event `coordinator_started`) and serves only after it:
+                // the first answered call says the start is complete.
+                proc.wait_ready(patience).await?;
+                Ok(proc)
+            }
             _ => {
                 let _ = child.start_kill();
                 let _ = child.wait().await;
@@ -157,6 +167,38 @@ impl CoordinatorProc {
                     "grind serve did not start (said {line:?}); log:\n{tail}"
                 )))
             }
+        }
+    }
+
+    async fn wait_ready(&mut self, patience: Duration) -> Result<(), ChaosError> {
+        let deadline = tokio::time::Instant::now() + patience;
+        let url = format!("http://{}", self.addr);
+        loop {
+            let answered = async {
+                let mut admin = AdminClient::connect(url.clone()).await.ok()?;
+                admin.list_problems(pb::ListProblemsRequest {}).await.ok()
+            };
+            if tokio::time::timeout(Duration::from_secs(5), answered)
+                .await
+                .ok()
+                .flatten()
+                .is_some()
+            {
+                return Ok(());
+            }
+            if let Some(status) = self.exited() {
+                return Err(ChaosError::Process(format!(
+                    "grind serve exited during start-up ({status}); log:\n{}",
+                    tail_of(&self.log, 2000)
+                )));
+            }
+            if tokio::time::Instant::now() >= deadline {
+                self.kill().await;
+                return Err(ChaosError::Process(format!(
+                    "grind serve did not answer within {patience:?}"
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
 
