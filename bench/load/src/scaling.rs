@@ -70,6 +70,24 @@ pub fn draw(times: &[f64], n: usize, seed: u64) -> Vec<f64> {
         .collect()
 }
 
+/// The wall time of handing `durations`, in order, to whichever of `workers` is free first,
+/// with no overhead at all (greedy list scheduling, as the coordinator grants lowest units
+/// first): what the order and the spread of unit times alone cost.
+pub fn greedy_makespan(durations: &[f64], workers: usize) -> f64 {
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
+    // Free times in nanoseconds (integers order totally).
+    let mut free: BinaryHeap<Reverse<u64>> = (0..workers.max(1)).map(|_| Reverse(0)).collect();
+    let mut end = 0u64;
+    for d in durations {
+        let Reverse(at) = free.pop().unwrap_or(Reverse(0));
+        let done = at + (d * 1e9) as u64;
+        end = end.max(done);
+        free.push(Reverse(done));
+    }
+    end as f64 / 1e9
+}
+
 /// One simulated run: what it took and what limited it.
 #[derive(Clone, Debug, Serialize)]
 pub struct ScalingRun {
@@ -87,6 +105,9 @@ pub struct ScalingRun {
     pub ideal_seconds: f64,
     /// max(ideal, longest unit): no schedule can beat it.
     pub bound_seconds: f64,
+    /// Greedy list scheduling of the same units in the same order with zero overhead: the
+    /// cost of the unit-time spread alone (the tail).
+    pub greedy_seconds: f64,
     /// Measured: from the campaign's creation (workers registered and waiting) to its end.
     pub actual_seconds: f64,
     /// ideal / actual.
@@ -202,6 +223,7 @@ pub async fn simulate(
         longest_unit_seconds: longest,
         ideal_seconds: ideal,
         bound_seconds: bound,
+        greedy_seconds: greedy_makespan(&durations, workers),
         actual_seconds: actual,
         efficiency: ideal / actual,
         efficiency_vs_bound: bound / actual,
@@ -340,6 +362,14 @@ async fn work(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn greedy_schedules_in_order() {
+        assert_eq!(greedy_makespan(&[1.0, 1.0, 1.0, 1.0], 2), 2.0);
+        assert_eq!(greedy_makespan(&[3.0, 1.0, 1.0, 1.0], 2), 3.0);
+        assert_eq!(greedy_makespan(&[1.0, 1.0, 3.0], 2), 4.0);
+        assert_eq!(greedy_makespan(&[2.0], 100), 2.0);
+    }
 
     #[test]
     fn parses_scales_and_draws() {

@@ -123,7 +123,7 @@ fn print_run(run: &ScalingRun, json: bool) -> Result<()> {
         return Ok(());
     }
     println!(
-        "{:<14} {:>7} {:>6} {:>9.1} {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>6.3} {:>6.3} {:>5.1}/{:<6.1} {:>5.1}/{:<6.1} {:>6.1} ms{}",
+        "{:<14} {:>7} {:>6} {:>9.1} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>6.3} {:>6.3} {:>6.1}/{:<6.1} {:>6.1}/{:<6.1} {:>6.1} ms{}",
         run.shape,
         run.workers,
         run.units,
@@ -131,9 +131,10 @@ fn print_run(run: &ScalingRun, json: bool) -> Result<()> {
         run.longest_unit_seconds,
         run.ideal_seconds,
         run.bound_seconds,
+        run.greedy_seconds,
         run.actual_seconds,
         run.efficiency,
-        run.efficiency_vs_bound,
+        run.greedy_seconds / run.actual_seconds,
         run.lease_p50_ms,
         run.lease_p99_ms,
         run.complete_p50_ms,
