@@ -18,6 +18,8 @@ fn main() {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .with_writer(std::io::stderr)
+        // A log write that fails (full disk) must not panic the thread that logged.
+        .log_internal_errors(false)
         .init();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -328,6 +328,9 @@ impl Agent {
                     } else {
                         self.summary.units_done += 1;
                     }
+                    if reply.accepted {
+                        tracing::info!("lease {}: result accepted", req.lease_id);
+                    }
                 }),
                 Outgoing::Improvement(req) => self.client.improve(req.clone()).await.map(|reply| {
                     tracing::info!(

@@ -45,6 +45,8 @@ fn main() -> anyhow::Result<()> {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
         .with_writer(std::io::stderr)
+        // A log write that fails (full disk) must not panic the thread that logged.
+        .log_internal_errors(false)
         .init();
     let mut config = WorkerConfig::new(&args.coordinator);
     config.access = Access::from_sources(

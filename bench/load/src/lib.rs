@@ -7,10 +7,13 @@
 //! call latencies, CPU and memory, then checks that the campaign's stored total is exactly
 //! the sum of what was accepted.
 //!
-//! Layout: [`sim`] (the simulated workers), [`stats`] (latency percentiles), [`procfs`]
-//! (CPU and memory from `/proc`), [`report`] (the human table and the JSON line).
+//! Layout: [`embedded`] (an in-process coordinator), [`sim`] (the simulated workers), [`stats`] (latency percentiles), [`procfs`]
+//! (CPU and memory from `/proc`), [`report`] (the human table and the JSON line),
+//! [`scaling`] (the `grind-scaling` simulation of a campaign's wall time on many workers).
 
+pub mod embedded;
 pub mod procfs;
 pub mod report;
+pub mod scaling;
 pub mod sim;
 pub mod stats;

@@ -5,27 +5,19 @@
 
 use anyhow::{bail, Context, Result};
 use clap::Parser;
+use grind_bench::embedded::{self, Embedded, COORDINATOR_THREADS};
 use grind_bench::procfs::{self, CpuSnapshot, CpuUsage, Target};
 use grind_bench::report::{CpuReport, Report, Verification, TARGET_PAIRS_PER_SEC};
 use grind_bench::sim::{self, Phase, Shared, Tally};
-use grind_coordinator::clock::SystemClock;
 use grind_coordinator::config::Config;
-use grind_coordinator::store::Store;
-use grind_coordinator::Coordinator;
 use grind_proto::v1 as pb;
 use grind_proto::v1::admin_client::AdminClient;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::net::TcpListener;
-use tokio::runtime::Runtime;
-use tokio::sync::oneshot;
 use tokio::task::JoinSet;
-use tonic::transport::{Channel, Endpoint};
 
-/// Thread name of the in-process coordinator's runtime (gRPC server, handlers, store reads).
-const COORDINATOR_THREADS: &str = "coord-rt";
 /// Thread name of the load generator's runtime (simulated workers and their gRPC clients).
 const LOADGEN_THREADS: &str = "loadgen-rt";
 /// Thread name of the store's writer (set by grind-coordinator).
@@ -65,6 +57,22 @@ struct Args {
     /// Units asked for per Lease call.
     #[arg(long, default_value_t = 1)]
     capacity: u32,
+    /// Each worker keeps every unit this long before completing it, as if computing (0:
+    /// complete at once, the closed-loop throughput test). With `--heartbeat-ms` it
+    /// heartbeats on its own schedule meanwhile.
+    #[arg(long, default_value_t = 0)]
+    unit_ms: u64,
+    /// Start the workers evenly over this many seconds (many workers registering at once
+    /// would meet the per-address registration limit). The warm-up is stretched to cover it.
+    #[arg(long, default_value_t = 0.0)]
+    ramp: f64,
+    /// Lease time of the in-process coordinator, in milliseconds (`grind serve` default).
+    #[arg(long, default_value_t = 60_000, conflicts_with = "coordinator")]
+    lease_ttl_ms: i64,
+    /// Database of the external coordinator, read (read-only) afterwards to count the
+    /// leases that expired.
+    #[arg(long, requires = "coordinator")]
+    coordinator_db: Option<PathBuf>,
     /// Start of the primes range.
     #[arg(long, default_value = "0", value_parser = parse_number)]
     from: u64,
@@ -136,10 +144,14 @@ fn run(args: Args) -> Result<ExitCode> {
     if !seconds_ok || !(0.0..=3600.0).contains(&args.warmup) {
         bail!("--seconds must be in (0, 86400] and --warmup in [0, 3600]");
     }
+    if !(0.0..=3600.0).contains(&args.ramp) || args.lease_ttl_ms < 100 {
+        bail!("--ramp must be in [0, 3600] and --lease-ttl-ms at least 100");
+    }
     if args.server_threads == 0 || args.client_threads == Some(0) {
         bail!("thread counts must be at least 1");
     }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut db = args.coordinator_db.clone();
     let load_runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(args.client_threads.unwrap_or(cores))
         .thread_name(LOADGEN_THREADS)
@@ -148,8 +160,17 @@ fn run(args: Args) -> Result<ExitCode> {
         .context("cannot start the load generator's runtime")?;
     let (embedded, url, measure) = match &args.coordinator {
         None => {
-            let embedded = Embedded::start(&args)?;
+            let embedded = Embedded::start(
+                args.server_threads,
+                args.db.clone(),
+                Config {
+                    verify_rate: 0.0,
+                    lease_ttl_ms: args.lease_ttl_ms,
+                    ..Config::default()
+                },
+            )?;
             let url = embedded.url.clone();
+            db = Some(embedded.db.clone());
             let measure = Measure {
                 target: Some(Target::Current),
                 scope: "whole process: in-process coordinator + load generator".into(),
@@ -173,7 +194,16 @@ fn run(args: Args) -> Result<ExitCode> {
             (None, url.clone(), measure)
         }
     };
-    let outcome = load_runtime.block_on(drive(&args, &url, &measure));
+    let outcome = load_runtime
+        .block_on(drive(&args, &url, &measure))
+        .map(|mut report| {
+            report.leases_expired = db.as_deref().and_then(|db| {
+                expired_leases(db, report.campaign_id)
+                    .map_err(|e| eprintln!("grind-loadgen: cannot count expired leases: {e}"))
+                    .ok()
+            });
+            report
+        });
     load_runtime.shutdown_timeout(Duration::from_secs(5));
     if let Some(embedded) = embedded {
         if let Err(e) = embedded.stop() {
@@ -209,104 +239,8 @@ struct Measure {
     in_process: bool,
 }
 
-/// A coordinator running in this process on its own runtime (so its threads can be told
-/// apart from the load generator's).
-struct Embedded {
-    runtime: Runtime,
-    url: String,
-    shutdown: oneshot::Sender<()>,
-    server: tokio::task::JoinHandle<Result<(), grind_coordinator::Error>>,
-    _dir: Option<tempfile::TempDir>,
-}
-
-impl Embedded {
-    fn start(args: &Args) -> Result<Embedded> {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(args.server_threads)
-            .thread_name(COORDINATOR_THREADS)
-            // Blocking-pool threads (store reads) stay alive, so per-thread CPU adds up.
-            .thread_keep_alive(Duration::from_secs(3600))
-            .enable_all()
-            .build()
-            .context("cannot start the coordinator's runtime")?;
-        let (dir, path) = match &args.db {
-            Some(path) => (None, path.clone()),
-            None => {
-                let dir = tempfile::Builder::new()
-                    .prefix("grind-loadgen-")
-                    .tempdir()
-                    .context("cannot create a temporary directory")?;
-                let path = dir.path().join("grind.db");
-                (Some(dir), path)
-            }
-        };
-        let store = Store::open(&path)
-            .with_context(|| format!("cannot open the database {}", path.display()))?;
-        let config = Config {
-            verify_rate: 0.0,
-            ..Config::default()
-        };
-        let coordinator = Coordinator::new(store, Arc::new(SystemClock), config);
-        let listener = runtime
-            .block_on(TcpListener::bind("127.0.0.1:0"))
-            .context("cannot bind a loopback port")?;
-        let url = format!(
-            "http://{}",
-            listener.local_addr().context("no local address")?
-        );
-        let (shutdown, stop) = oneshot::channel::<()>();
-        let server = runtime.spawn(grind_coordinator::serve(
-            coordinator,
-            listener,
-            async move {
-                let _ = stop.await;
-            },
-        ));
-        Ok(Embedded {
-            runtime,
-            url,
-            shutdown,
-            server,
-            _dir: dir,
-        })
-    }
-
-    fn stop(self) -> Result<()> {
-        let _ = self.shutdown.send(());
-        let server = self.server;
-        let served = self
-            .runtime
-            .block_on(async { tokio::time::timeout(Duration::from_secs(10), server).await });
-        self.runtime.shutdown_timeout(Duration::from_secs(5));
-        match served {
-            Err(_) => bail!("no stop within 10 s"),
-            Ok(Err(e)) => bail!("server task failed: {e}"),
-            Ok(Ok(Err(e))) => bail!("server failed: {e}"),
-            Ok(Ok(Ok(()))) => Ok(()),
-        }
-    }
-}
-
-async fn connect(url: &str, count: usize) -> Result<Vec<Channel>> {
-    let endpoint = Endpoint::from_shared(url.to_string())
-        .with_context(|| format!("bad coordinator URL {url:?}"))?
-        .tcp_nodelay(true)
-        .connect_timeout(Duration::from_secs(5))
-        .timeout(Duration::from_secs(60));
-    let mut channels = Vec::with_capacity(count);
-    for _ in 0..count {
-        channels.push(
-            endpoint
-                .connect()
-                .await
-                .with_context(|| format!("cannot connect to {url}"))?,
-        );
-    }
-    Ok(channels)
-}
-
 async fn drive(args: &Args, url: &str, measure: &Measure) -> Result<Report> {
-    let channels = connect(url, args.channels).await?;
+    let channels = embedded::channels(url, args.channels).await?;
     let mut admin = AdminClient::new(channels[0].clone());
     let params = serde_json::json!({"from": args.from, "to": args.to, "unit": args.unit});
     let campaign_id = admin
@@ -324,20 +258,29 @@ async fn drive(args: &Args, url: &str, measure: &Measure) -> Result<Report> {
         .campaign_id;
 
     let heartbeat = (args.heartbeat_ms > 0).then(|| Duration::from_millis(args.heartbeat_ms));
-    let shared = Arc::new(Shared::new(
-        campaign_id,
-        args.from,
-        args.to,
-        heartbeat,
-        args.capacity,
-    ));
+    let shared = Arc::new(
+        Shared::new(campaign_id, args.from, args.to, heartbeat, args.capacity)
+            .with_hold(Duration::from_millis(args.unit_ms)),
+    );
     let mut workers = JoinSet::new();
+    let ramp = Duration::from_secs_f64(args.ramp);
     for index in 0..args.workers {
         let channel = channels[index % channels.len()].clone();
-        workers.spawn(sim::run_worker(index, channel, shared.clone()));
+        let share = index as f64 / args.workers as f64;
+        workers.spawn(sim::run_worker(
+            index,
+            channel,
+            shared.clone(),
+            ramp.mul_f64(share),
+            share,
+        ));
     }
 
-    tokio::time::sleep(Duration::from_secs_f64(args.warmup)).await;
+    // The window starts once every worker runs and has been through a unit or two.
+    let warmup = args
+        .warmup
+        .max(args.ramp + 2.0 * args.unit_ms as f64 / 1000.0);
+    tokio::time::sleep(Duration::from_secs_f64(warmup)).await;
     let before = snapshot(measure.target);
     let started = Instant::now();
     shared.set_phase(Phase::Measure);
@@ -410,7 +353,16 @@ async fn drive(args: &Args, url: &str, measure: &Measure) -> Result<Report> {
         channels: args.channels,
         capacity: args.capacity,
         heartbeat_ms: args.heartbeat_ms,
-        warmup_seconds: args.warmup,
+        warmup_seconds: warmup,
+        unit_ms: args.unit_ms,
+        ramp_seconds: args.ramp,
+        campaign_id,
+        ops_per_sec: (tally.lease_calls_in_window
+            + tally.complete.len() as u64
+            + tally.heartbeats_in_window) as f64
+            / window,
+        leases_lost: tally.cancelled + tally.duplicates + tally.rejected,
+        leases_expired: None,
         seconds: window,
         pairs,
         pairs_per_sec,
@@ -433,6 +385,19 @@ async fn drive(args: &Args, url: &str, measure: &Measure) -> Result<Report> {
         target_pairs_per_sec: TARGET_PAIRS_PER_SEC,
         meets_target: pairs_per_sec >= TARGET_PAIRS_PER_SEC,
     })
+}
+
+/// Leases of `campaign` that expired, from the coordinator's database (read-only).
+fn expired_leases(db: &std::path::Path, campaign: i64) -> Result<u64> {
+    let conn =
+        rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .with_context(|| format!("cannot open {}", db.display()))?;
+    let expired: i64 = conn.query_row(
+        "SELECT count(*) FROM events WHERE kind = 'lease_expired' AND campaign_id = ?1",
+        [campaign],
+        |r| r.get(0),
+    )?;
+    Ok(expired as u64)
 }
 
 fn snapshot(target: Option<Target>) -> Option<CpuSnapshot> {

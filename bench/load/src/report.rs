@@ -26,6 +26,19 @@ pub struct Report {
     pub heartbeat_ms: u64,
     /// Warm-up before the measured window.
     pub warmup_seconds: f64,
+    /// How long each worker kept a unit before completing it (0: at once).
+    pub unit_ms: u64,
+    /// Seconds over which the workers were started.
+    pub ramp_seconds: f64,
+    /// The campaign the workers ran.
+    pub campaign_id: i64,
+    /// Lease + Complete + Heartbeat calls per second in the window.
+    pub ops_per_sec: f64,
+    /// Leases the workers lost: cancelled by a heartbeat verdict, or completed too late
+    /// (answered as duplicates) or refused.
+    pub leases_lost: u64,
+    /// Leases of the campaign that expired in the store (when its database could be read).
+    pub leases_expired: Option<u64>,
     /// Length of the measured window.
     pub seconds: f64,
     /// Lease grants completed and accepted in the window.
@@ -152,8 +165,25 @@ impl Report {
         );
         let _ = writeln!(
             out,
-            "  lease calls {:.0}/s, heartbeats {:.0}/s",
-            self.lease_calls_per_sec, self.heartbeats_per_sec
+            "  lease calls {:.0}/s, heartbeats {:.0}/s, all calls {:.0}/s{}",
+            self.lease_calls_per_sec,
+            self.heartbeats_per_sec,
+            self.ops_per_sec,
+            if self.unit_ms > 0 {
+                format!(
+                    ", units held {} ms, ramp {:.0} s",
+                    self.unit_ms, self.ramp_seconds
+                )
+            } else {
+                String::new()
+            }
+        );
+        let _ = writeln!(
+            out,
+            "  leases lost: {} seen by the workers, {} expired in the store",
+            self.leases_lost,
+            self.leases_expired
+                .map_or("unknown".to_string(), |n| n.to_string())
         );
         let _ = writeln!(
             out,

@@ -1,6 +1,8 @@
 //! The simulated workers: lightweight tokio tasks that speak the real `grind.v1.Worker`
 //! protocol. Each registers, then loops Lease -> (Heartbeat) -> count the unit's primes ->
-//! Complete, recording latencies and what the coordinator answered.
+//! Complete, recording latencies and what the coordinator answered. With a hold time
+//! ([`Shared::with_hold`]) a worker keeps each unit that long before completing it, as if it
+//! computed, and heartbeats on its own schedule meanwhile (the realistic cycle of a worker).
 
 use grind_proto::v1 as pb;
 use grind_proto::v1::worker_client::WorkerClient;
@@ -41,6 +43,7 @@ pub struct Shared {
     base: Vec<u64>,
     heartbeat: Option<Duration>,
     capacity: u32,
+    hold: Duration,
 }
 
 impl Shared {
@@ -61,7 +64,15 @@ impl Shared {
             base: base_primes(isqrt(to.saturating_sub(1)) + 1),
             heartbeat,
             capacity: capacity.max(1),
+            hold: Duration::ZERO,
         }
+    }
+
+    /// Every worker keeps each unit for `hold` (sleeping, as if computing) before it
+    /// completes it, heartbeating meanwhile when heartbeats are on.
+    pub fn with_hold(mut self, hold: Duration) -> Shared {
+        self.hold = hold;
+        self
     }
 
     /// Moves every worker to `phase`.
@@ -162,15 +173,27 @@ impl Tally {
     }
 }
 
-/// Runs one simulated worker over `channel` until the phase is [`Phase::Stop`]; a lease it
-/// holds then is still completed, so every grant ends in a completion.
-pub async fn run_worker(index: usize, channel: Channel, shared: Arc<Shared>) -> Tally {
+/// Runs one simulated worker over `channel`, starting after `delay` (to ramp up many
+/// workers), until the phase is [`Phase::Stop`]; a lease it holds then is still completed,
+/// so every grant ends in a completion. Its heartbeats are offset by `phase` (a fraction of
+/// the interval) so that many workers do not heartbeat in step.
+pub async fn run_worker(
+    index: usize,
+    channel: Channel,
+    shared: Arc<Shared>,
+    delay: Duration,
+    phase: f64,
+) -> Tally {
+    tokio::time::sleep(delay).await;
     let mut client = WorkerClient::new(channel);
     let mut tally = Tally::default();
     let Some(worker_id) = register(&mut client, index, &mut tally).await else {
         return tally;
     };
-    let mut last_heartbeat = Instant::now();
+    let offset = shared
+        .heartbeat
+        .map_or(Duration::ZERO, |every| every.mul_f64(phase.clamp(0.0, 1.0)));
+    let mut last_heartbeat = Instant::now() - offset;
     while shared.phase() != Phase::Stop {
         let measured = shared.measuring();
         let started = Instant::now();
@@ -218,7 +241,8 @@ async fn register(
     index: usize,
     tally: &mut Tally,
 ) -> Option<i64> {
-    for attempt in 1..=5u32 {
+    // Ramped-up workers may still meet the per-address registration limit: keep trying.
+    for attempt in 1..=30u32 {
         let request = pb::RegisterRequest {
             name: format!("loadgen-{index}"),
             host: "grind-loadgen".into(),
@@ -231,7 +255,7 @@ async fn register(
             Ok(reply) => return Some(reply.into_inner().worker_id),
             Err(status) => {
                 tally.error("register", status);
-                tokio::time::sleep(ERROR_BACKOFF * attempt).await;
+                tokio::time::sleep(ERROR_BACKOFF * attempt.min(10)).await;
             }
         }
     }
@@ -261,10 +285,29 @@ async fn work_on(
             return;
         }
     };
-    if let Some(every) = shared.heartbeat {
-        if last_heartbeat.elapsed() >= every {
-            *last_heartbeat = Instant::now();
-            heartbeat(client, worker_id, lease_id, nodes, shared, tally).await;
+    if shared.hold.is_zero() {
+        if let Some(every) = shared.heartbeat {
+            if last_heartbeat.elapsed() >= every {
+                *last_heartbeat = Instant::now();
+                heartbeat(client, worker_id, lease_id, nodes, shared, tally).await;
+            }
+        }
+    } else {
+        // Hold the unit as if computing it, heartbeating on schedule meanwhile.
+        let done_at = began + shared.hold;
+        loop {
+            let next_beat = shared.heartbeat.map(|every| *last_heartbeat + every);
+            match next_beat {
+                Some(at) if at < done_at => {
+                    tokio::time::sleep_until(at.into()).await;
+                    *last_heartbeat = Instant::now();
+                    heartbeat(client, worker_id, lease_id, nodes, shared, tally).await;
+                }
+                _ => {
+                    tokio::time::sleep_until(done_at.into()).await;
+                    break;
+                }
+            }
         }
     }
     let wall = began.elapsed().as_secs_f64();

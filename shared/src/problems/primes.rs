@@ -155,7 +155,11 @@ impl Problem for Primes {
                     ctx.checkpoint(codec::encode_u64s(&[pos, count]));
                     return Ok(UnitOutcome::Stopped);
                 }
-                std::thread::sleep((due - began.elapsed()).min(Duration::from_millis(5)));
+                // Saturating: time passes between the check above and this subtraction.
+                std::thread::sleep(
+                    due.saturating_sub(began.elapsed())
+                        .min(Duration::from_millis(5)),
+                );
             }
             ctx.checkpoint(codec::encode_u64s(&[pos, count]));
             ctx.progress(pos - start, Some((pos - start) as f64 / span));

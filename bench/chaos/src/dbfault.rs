@@ -1,0 +1,105 @@
+//! The "database unwritable" fault, without root: the coordinator's soft `RLIMIT_FSIZE` is
+//! lowered to 0 with `prlimit(2)` (allowed on one's own processes), so every write(2) to a
+//! regular file — the database, its WAL, its shared-memory index — fails with `EFBIG`, as on
+//! a full disk or a volume gone read-only. The coordinator is started with `SIGXFSZ` ignored
+//! (see [`crate::procs::CoordinatorProc::start`]), so it sees errors instead of dying.
+//! Pipes and sockets are not regular files: logging and the network keep working. Reads
+//! keep working. Healing restores the previous limit.
+//!
+//! Alternatives that do not work here: `chmod` on the database or its directory does not
+//! affect file descriptors that are already open, and a small tmpfs to fill needs mount
+//! privileges.
+
+use crate::ChaosError;
+
+/// Sets the soft file-size limit of process `pid`; `None` means unlimited. Returns the soft
+/// limit it replaced.
+pub fn set_file_size_limit(pid: u32, limit: Option<u64>) -> Result<Option<u64>, ChaosError> {
+    let mut old = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: prlimit(2) with valid pointers; a null new limit only reads.
+    let read = unsafe {
+        libc::prlimit(
+            pid as libc::pid_t,
+            libc::RLIMIT_FSIZE,
+            std::ptr::null(),
+            &mut old,
+        )
+    };
+    if read != 0 {
+        return Err(ChaosError::Fault(format!(
+            "cannot read the file-size limit of {pid}: {}",
+            std::io::Error::last_os_error()
+        )));
+    }
+    let new = libc::rlimit {
+        rlim_cur: limit.unwrap_or(libc::RLIM_INFINITY).min(old.rlim_max),
+        rlim_max: old.rlim_max,
+    };
+    // SAFETY: as above, setting the soft limit only (never above the hard limit).
+    let set = unsafe {
+        libc::prlimit(
+            pid as libc::pid_t,
+            libc::RLIMIT_FSIZE,
+            &new,
+            std::ptr::null_mut(),
+        )
+    };
+    if set != 0 {
+        return Err(ChaosError::Fault(format!(
+            "cannot set the file-size limit of {pid}: {}",
+            std::io::Error::last_os_error()
+        )));
+    }
+    Ok((old.rlim_cur != libc::RLIM_INFINITY).then_some(old.rlim_cur))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+
+    #[test]
+    fn a_zero_limit_makes_file_writes_fail_and_healing_restores_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        // A child that appends a line to the file for every line it reads.
+        let script = format!(
+            "trap '' XFSZ; while read l; do echo $l 2>/dev/null >> {} || echo failed; echo done; done",
+            path.display()
+        );
+        let mut child = Command::new("sh")
+            .args(["-c", &script])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let mut stdin = child.stdin.take().unwrap();
+        let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut step = |text: &str| -> String {
+            use std::io::BufRead;
+            writeln!(stdin, "{text}").unwrap();
+            let mut out = String::new();
+            loop {
+                let mut line = String::new();
+                stdout.read_line(&mut line).unwrap();
+                if line.trim() == "done" {
+                    return out;
+                }
+                out.push_str(&line);
+            }
+        };
+        assert_eq!(step("one"), "");
+        let before = set_file_size_limit(pid, Some(0)).unwrap();
+        assert!(step("two").contains("failed"));
+        set_file_size_limit(pid, before).unwrap();
+        assert_eq!(step("three"), "");
+        drop(stdin);
+        child.wait().unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "one\nthree\n");
+    }
+}
