@@ -60,6 +60,7 @@ async fn create_primes(
             name: String::new(),
             verify_rate: 0.0,
             max_attempts: 0,
+            family: String::new(),
         })
         .await
         .map(|r| r.into_inner().campaign_id)

@@ -569,7 +569,7 @@ async fn raw_grpc(addr: &str, path: &str, body: Vec<u8>, end_stream: bool) -> Ra
         let _ = connection.await;
     });
     let mut client = client.ready().await.unwrap();
-    let request = http::Request::builder()
+    let request = ::http::Request::builder()
         .method("POST")
         .uri(format!("http://{addr}{path}"))
         .header("content-type", "application/grpc")
@@ -588,7 +588,7 @@ async fn raw_grpc(addr: &str, path: &str, body: Vec<u8>, end_stream: bool) -> Ra
         Err(e) => return RawAnswer::Reset(e.to_string()),
     };
     let (parts, mut body) = response.into_parts();
-    let status_of = |headers: &http::HeaderMap| {
+    let status_of = |headers: &::http::HeaderMap| {
         headers.get("grpc-status").map(|code| {
             let code = code.to_str().unwrap_or("-1").parse().unwrap_or(-1);
             let message = headers

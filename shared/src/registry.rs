@@ -131,6 +131,7 @@ pub fn registry() -> &'static [ProblemEntry] {
         ProblemEntry::of::<problems::primes::Primes>(),
         ProblemEntry::of::<problems::nimsquare::NimSquare>(),
         ProblemEntry::of::<problems::topswops::Topswops>(),
+        ProblemEntry::of::<problems::housie::Housie>(),
     ];
     REGISTRY
 }

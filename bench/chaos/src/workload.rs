@@ -204,6 +204,7 @@ async fn create(admin: &mut AdminClient<Channel>, spec: &Spec) -> Option<i64> {
             name: spec.name.clone(),
             verify_rate: spec.verify_rate,
             max_attempts: 0,
+            family: String::new(),
         })
         .await
         .ok()?;

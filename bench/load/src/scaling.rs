@@ -178,6 +178,7 @@ pub async fn simulate(
             name: format!("grind-scaling {shape} {workers}"),
             verify_rate: 0.0,
             max_attempts: 0,
+            family: String::new(),
         })
         .await
         .map_err(|e| BenchError::Setup(format!("cannot create the campaign: {e}")))?

@@ -1,5 +1,6 @@
 //! Every problem grind can run, one module each.
 
+pub mod housie;
 pub mod nimsquare;
 pub mod primes;
 pub mod topswops;
