@@ -7,29 +7,12 @@ use grind_proto::v1 as pb;
 use grind_proto::v1::admin_client::AdminClient;
 use grind_proto::v1::worker_client::WorkerClient;
 use grind_worker::connect::{authenticated, Access, AuthChannel};
-use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 use tonic::transport::Channel;
 use tonic::Code;
 
 const WAIT: Duration = Duration::from_secs(60);
-
-/// Creates a token offline with `grind token create`.
-fn token(db: &Path, admin: bool) -> String {
-    let mut cmd = Command::new(grind_bin());
-    cmd.args(["token", "create", "--db"]).arg(db);
-    if admin {
-        cmd.arg("--admin");
-    }
-    let out = cmd.output().expect("grind token create");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
-}
 
 async fn channel(url: &str) -> Channel {
     wait_for("the coordinator", WAIT, || async {
@@ -124,8 +107,8 @@ async fn call_everything(channel: Channel, token: Option<&str>) -> Vec<(&'static
 async fn every_rpc_refuses_missing_and_wrong_tokens_and_roles_are_enforced() {
     let dir = tempfile::tempdir().unwrap();
     let coord = start_coordinator(dir.path(), 30_000, &["--require-auth"]);
-    let worker_token = token(&coord.db, false);
-    let admin_token = token(&coord.db, true);
+    let worker_token = create_token(&coord.db, false);
+    let admin_token = create_token(&coord.db, true);
     let ch = channel(&coord.url).await;
 
     for token in [None, Some("grind_0000"), Some("not even a token")] {
@@ -200,9 +183,9 @@ async fn every_rpc_refuses_missing_and_wrong_tokens_and_roles_are_enforced() {
 async fn identities_are_bound_to_tokens_and_banned_workers_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let coord = start_coordinator(dir.path(), 30_000, &["--require-auth"]);
-    let alice_token = token(&coord.db, false);
-    let mallory_token = token(&coord.db, false);
-    let admin_token = token(&coord.db, true);
+    let alice_token = create_token(&coord.db, false);
+    let mallory_token = create_token(&coord.db, false);
+    let admin_token = create_token(&coord.db, true);
     let ch = channel(&coord.url).await;
     let mut admin = AdminClient::new(with_token(ch.clone(), Some(&admin_token)));
     let campaign = wait_for("the admin token to be loaded", WAIT, || {
@@ -367,8 +350,8 @@ async fn a_tls_coordinator_with_a_self_signed_ca_serves_a_campaign_end_to_end() 
     );
     let port = coord.url.rsplit(':').next().unwrap().to_string();
     let url = format!("https://localhost:{port}");
-    let worker_token = token(&coord.db, false);
-    let admin_token = token(&coord.db, true);
+    let worker_token = create_token(&coord.db, false);
+    let admin_token = create_token(&coord.db, true);
     let token_file = dir.path().join("worker.token");
     std::fs::write(&token_file, &worker_token).unwrap();
 

@@ -370,29 +370,13 @@ fn exposition_checker_refuses_bad_text() {
     }
 }
 
-/// Creates a token offline with `grind token create`.
-fn token(db: &std::path::Path, admin: bool) -> String {
-    let mut cmd = Command::new(grind_bin());
-    cmd.args(["token", "create", "--db"]).arg(db);
-    if admin {
-        cmd.arg("--admin");
-    }
-    let out = cmd.output().expect("grind token create");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_required_tokens_the_web_front_needs_an_admin_token() {
     let dir = tempfile::tempdir().unwrap();
     let coordinator = start_coordinator(dir.path(), 30_000, &["--require-auth"]);
     let base = coordinator.url.clone();
-    let admin_token = token(&coordinator.db, true);
-    let worker_token = token(&coordinator.db, false);
+    let admin_token = create_token(&coordinator.db, true);
+    let worker_token = create_token(&coordinator.db, false);
     let bearer = format!("Bearer {admin_token}");
     // Tokens are reloaded every 500 ms: wait until the admin token is known.
     wait_for(

@@ -22,6 +22,22 @@ pub fn grind_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_grind"))
 }
 
+/// Creates a token offline with `grind token create` (an admin token when `admin`).
+pub fn create_token(db: &Path, admin: bool) -> String {
+    let mut cmd = Command::new(grind_bin());
+    cmd.args(["token", "create", "--db"]).arg(db);
+    if admin {
+        cmd.arg("--admin");
+    }
+    let out = cmd.output().expect("grind token create");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
 /// Path of the `grind-worker` binary (built beside `grind` by `cargo test --workspace`).
 pub fn worker_bin() -> PathBuf {
     let path = grind_bin().with_file_name("grind-worker");
