@@ -3,4 +3,5 @@
 pub mod housie;
 pub mod nimsquare;
 pub mod primes;
+pub mod sieve;
 pub mod topswops;

@@ -1,0 +1,105 @@
+//! Times exact sieve proofs (Ginnow's sieve / the Taxman game) the way a campaign runs them:
+//! the splitter's units solved on a thread pool sharing one bound ([`local::prove`]), wall
+//! time from parameters to a verified optimum. One row per N: N, optimum, matching bound at
+//! the root, units, seconds (best of R runs).
+//!
+//! `cargo bench -p grind-shared --bench sieve [-- N... [--threads T] [--repeat R]]`
+//! (default: N = 120 200 300, 2 threads, 3 repeats).
+//!
+//! `cargo bench -p grind-shared --bench sieve -- --check A B FILE` proves every N in A..=B
+//! and compares it with published terms (FILE: one term per line for N = 1, 2, ...; `#`
+//! starts a comment), printing one row per N and a summary; it exits non-zero on any
+//! mismatch. `bench/sieve.sh` runs it for N = 1..200 against `bench/sieve_a019312.txt`.
+
+use std::process::ExitCode;
+use std::time::Instant;
+
+use grind_shared::problems::sieve::{local, search::Searcher};
+
+fn flag(args: &mut Vec<String>, name: &str) -> Option<String> {
+    let at = args.iter().position(|a| a == name)?;
+    args.remove(at);
+    (at < args.len()).then(|| args.remove(at))
+}
+
+fn main() -> ExitCode {
+    let mut args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
+    let threads: usize = flag(&mut args, "--threads").map_or(2, |t| t.parse().expect("--threads"));
+    let repeat: usize = flag(&mut args, "--repeat").map_or(3, |r| r.parse().expect("--repeat"));
+    if let Some(at) = args.iter().position(|a| a == "--check") {
+        let from: u32 = args[at + 1].parse().expect("--check A B FILE");
+        let to: u32 = args[at + 2].parse().expect("--check A B FILE");
+        let file = std::fs::read_to_string(&args[at + 3]).expect("terms file");
+        let terms: Vec<i64> = file
+            .lines()
+            .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+            .map(|l| l.trim().parse().expect("a term"))
+            .collect();
+        return check(from, to, &terms, threads);
+    }
+    let ns: Vec<u32> = if args.is_empty() {
+        vec![120, 200, 300]
+    } else {
+        args.iter().map(|a| a.parse().expect("N")).collect()
+    };
+    println!("N\toptimum\troot_bound\tunits\tseconds(best of {repeat}, {threads} threads)");
+    for n in ns {
+        let mut best = f64::INFINITY;
+        let mut row = None;
+        for _ in 0..repeat {
+            let start = Instant::now();
+            let proven = local::prove(n, threads).expect("proof");
+            best = best.min(start.elapsed().as_secs_f64());
+            row = Some(proven);
+        }
+        let proven = row.expect("at least one run");
+        let bound = Searcher::new(n).root_bound();
+        println!(
+            "{n}\t{}\t{bound}\t{}\t{best:.3}",
+            proven.score, proven.units
+        );
+    }
+    ExitCode::SUCCESS
+}
+
+fn check(from: u32, to: u32, terms: &[i64], threads: usize) -> ExitCode {
+    let start = Instant::now();
+    let mut mismatches = 0;
+    let mut slowest = (0.0f64, 0u32);
+    for n in from..=to {
+        let t = Instant::now();
+        let proven = local::prove(n, threads).expect("proof");
+        let secs = t.elapsed().as_secs_f64();
+        if secs > slowest.0 {
+            slowest = (secs, n);
+        }
+        let published = terms.get(n as usize - 1).copied();
+        let verdict = match published {
+            Some(p) if p == proven.score => "ok",
+            Some(_) => {
+                mismatches += 1;
+                "MISMATCH"
+            }
+            None => "no published term",
+        };
+        println!(
+            "{n}\t{}\t{}\t{secs:.3}\t{verdict}",
+            proven.score,
+            published.map_or("-".to_string(), |p| p.to_string())
+        );
+    }
+    println!(
+        "checked N = {from}..={to}: {mismatches} mismatches, {:.2} s in all, slowest N = {} ({:.3} s)",
+        start.elapsed().as_secs_f64(),
+        slowest.1,
+        slowest.0
+    );
+    if mismatches == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}

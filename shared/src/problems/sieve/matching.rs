@@ -1,0 +1,460 @@
+//! The upper bound: a maximum-weight matching on the "principal factor" graph, kept
+//! incrementally under the two changes the search makes (fix a matched pair, exclude an edge).
+//!
+//! The graph has a node per number 1..=N and an edge x - x/p for every prime p dividing x,
+//! weighing x (the points x scores when it is selected with x/p as its principal factor).
+//! Every game is a matching of this graph (each move crosses out one principal factor that
+//! nothing else uses), so the heaviest matching bounds every game from above: this is the
+//! seed's "Ginnow-like game". The graph is bipartite (x and x/p differ by one in the number
+//! of prime factors counted with multiplicity), which keeps the matching cheap.
+//!
+//! [`Matching`] holds a primal-dual pair: `mate` and the dual `y >= 0` with
+//! `y[u] + y[v] >= w(u, v)` on every live edge, equality on matched edges and `y = 0` on
+//! exposed nodes. Then the matching is optimal and its weight is the sum of the duals. A
+//! change that exposes a node with positive dual is repaired by [`Matching::settle`]: grow an
+//! alternating tree of tight edges from it, and either augment to an exposed node or lower
+//! the tree's duals until its root can be matched or one of its nodes can be let go (the
+//! Hungarian method, started from either side).
+
+/// The static graph of an instance: distinct primes and adjacency per number.
+#[derive(Debug)]
+pub struct Graph {
+    n: u32,
+    /// Distinct prime factors of each number (index = number).
+    primes: Vec<Vec<u32>>,
+    /// Incident edges of each number.
+    adj: Vec<Vec<Edge>>,
+}
+
+/// One edge seen from one of its ends.
+#[derive(Clone, Copy, Debug)]
+pub struct Edge {
+    /// The other end.
+    pub other: u32,
+    /// The larger end (the selected number), also the edge's weight.
+    pub big: u32,
+    /// Which prime of `big` the edge divides out (index into its distinct primes).
+    pub bit: u8,
+}
+
+impl Graph {
+    /// The graph on 1..=n.
+    pub fn new(n: u32) -> Graph {
+        let size = n as usize + 1;
+        let mut primes: Vec<Vec<u32>> = vec![Vec::new(); size];
+        for p in 2..size {
+            if primes[p].is_empty() {
+                let mut m = p;
+                while m < size {
+                    primes[m].push(p as u32);
+                    m += p;
+                }
+            }
+        }
+        let mut adj: Vec<Vec<Edge>> = vec![Vec::new(); size];
+        for (big, factors) in primes.iter().enumerate().skip(2) {
+            for (bit, &p) in factors.iter().enumerate() {
+                let small = big as u32 / p;
+                let big = big as u32;
+                adj[big as usize].push(Edge {
+                    other: small,
+                    big,
+                    bit: bit as u8,
+                });
+                adj[small as usize].push(Edge {
+                    other: big,
+                    big,
+                    bit: bit as u8,
+                });
+            }
+        }
+        Graph { n, primes, adj }
+    }
+
+    /// N.
+    pub fn n(&self) -> u32 {
+        self.n
+    }
+
+    /// Distinct primes of `x`.
+    pub fn primes(&self, x: u32) -> &[u32] {
+        &self.primes[x as usize]
+    }
+
+    /// Edges at `x`.
+    pub fn edges(&self, x: u32) -> &[Edge] {
+        &self.adj[x as usize]
+    }
+
+    /// The index of prime `big / small` among `big`'s distinct primes, if it is one.
+    pub fn bit_of(&self, big: u32, small: u32) -> Option<u8> {
+        if small == 0 || big > self.n || !big.is_multiple_of(small) {
+            return None;
+        }
+        let p = big / small;
+        self.primes[big as usize]
+            .iter()
+            .position(|&q| q == p)
+            .map(|i| i as u8)
+    }
+}
+
+/// Per-number state of a search node.
+#[derive(Clone, Copy, Debug, Default)]
+struct Slot {
+    /// Partner in the matching (0 = exposed). Kept on fixed (dead) pairs too.
+    mate: u32,
+    /// Dual value.
+    y: i32,
+    /// Excluded edges to this number's principal factors (bit = prime index).
+    excluded: u8,
+    /// Removed from the graph (part of a fixed pair, or never usable).
+    dead: bool,
+}
+
+/// Reusable scratch space for [`Matching::settle`].
+#[derive(Debug, Default)]
+pub struct Scratch {
+    stamp: Vec<u32>,
+    inner: Vec<bool>,
+    parent: Vec<u32>,
+    epoch: u32,
+    outer_list: Vec<u32>,
+    inner_list: Vec<u32>,
+}
+
+impl Scratch {
+    fn reset(&mut self, size: usize) {
+        if self.stamp.len() != size {
+            self.stamp = vec![0; size];
+            self.inner = vec![false; size];
+            self.parent = vec![0; size];
+            self.epoch = 0;
+        }
+        self.epoch = self.epoch.wrapping_add(1);
+        if self.epoch == 0 {
+            self.stamp.iter_mut().for_each(|s| *s = 0);
+            self.epoch = 1;
+        }
+        self.outer_list.clear();
+        self.inner_list.clear();
+    }
+    fn in_tree(&self, v: u32) -> bool {
+        self.stamp[v as usize] == self.epoch
+    }
+}
+
+/// A maximum-weight matching of the live graph with its optimal duals, plus the pairs fixed
+/// so far (removed from the graph, still recorded as mates).
+#[derive(Clone, Debug)]
+pub struct Matching {
+    slots: Vec<Slot>,
+    fixed_score: i64,
+}
+
+impl Matching {
+    /// The optimal matching of the whole graph of `g`, with `(big, small)` pairs fixed first.
+    pub fn new(g: &Graph, fixed: &[(u32, u32)], scratch: &mut Scratch) -> Matching {
+        let size = g.n as usize + 1;
+        let mut m = Matching {
+            slots: vec![Slot::default(); size],
+            fixed_score: 0,
+        };
+        m.slots[0].dead = true;
+        for &(big, small) in fixed {
+            m.slots[big as usize].mate = small;
+            m.slots[small as usize].mate = big;
+            m.slots[big as usize].dead = true;
+            m.slots[small as usize].dead = true;
+            m.fixed_score += i64::from(big);
+        }
+        for v in 1..size as u32 {
+            if m.slots[v as usize].dead {
+                continue;
+            }
+            let top = g
+                .edges(v)
+                .iter()
+                .filter(|e| m.live(e))
+                .map(|e| e.big as i32)
+                .max()
+                .unwrap_or(0);
+            m.slots[v as usize].y = top;
+        }
+        for v in (1..size as u32).rev() {
+            m.settle(g, v, scratch);
+        }
+        m
+    }
+
+    fn live(&self, e: &Edge) -> bool {
+        let other = &self.slots[e.other as usize];
+        !other.dead && self.slots[e.big as usize].excluded & (1 << e.bit) == 0
+    }
+
+    /// Score of the fixed pairs plus the weight of the matching: the node's upper bound.
+    pub fn bound(&self) -> i64 {
+        self.fixed_score
+            + self
+                .slots
+                .iter()
+                .filter(|s| !s.dead)
+                .map(|s| i64::from(s.y))
+                .sum::<i64>()
+    }
+
+    /// Score of the fixed pairs.
+    pub fn fixed_score(&self) -> i64 {
+        self.fixed_score
+    }
+
+    /// The partner of `x` (0 = none).
+    pub fn mate(&self, x: u32) -> u32 {
+        self.slots[x as usize].mate
+    }
+
+    /// True when `x` belongs to a fixed pair (or was removed).
+    pub fn is_fixed(&self, x: u32) -> bool {
+        self.slots[x as usize].dead
+    }
+
+    /// All pairs (fixed and matched) as (selected, factor).
+    pub fn pairs(&self) -> Vec<(u32, u32)> {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter(|(x, s)| s.mate != 0 && (s.mate as usize) < *x)
+            .map(|(x, s)| (x as u32, s.mate))
+            .collect()
+    }
+
+    /// Fixes the matched pair (big, small): removes both numbers from the graph for good.
+    /// The rest of the matching stays optimal (the pair was matched and tight).
+    pub fn fix(&mut self, big: u32, small: u32) {
+        debug_assert_eq!(self.slots[big as usize].mate, small);
+        self.slots[big as usize].dead = true;
+        self.slots[small as usize].dead = true;
+        self.fixed_score += i64::from(big);
+    }
+
+    /// Excludes the edge (big, small) and restores optimality.
+    pub fn exclude(&mut self, g: &Graph, big: u32, small: u32, scratch: &mut Scratch) {
+        let Some(bit) = g.bit_of(big, small) else {
+            return;
+        };
+        self.slots[big as usize].excluded |= 1 << bit;
+        if self.slots[big as usize].mate == small && !self.slots[big as usize].dead {
+            self.slots[big as usize].mate = 0;
+            self.slots[small as usize].mate = 0;
+            self.settle(g, big, scratch);
+            self.settle(g, small, scratch);
+        }
+    }
+
+    /// Repairs the complementary slackness of `r` (exposed with a positive dual) by one
+    /// Hungarian search rooted at `r`.
+    fn settle(&mut self, g: &Graph, r: u32, sc: &mut Scratch) {
+        {
+            let s = &self.slots[r as usize];
+            if s.dead || s.mate != 0 || s.y <= 0 {
+                return;
+            }
+        }
+        sc.reset(self.slots.len());
+        let epoch = sc.epoch;
+        sc.stamp[r as usize] = epoch;
+        sc.inner[r as usize] = false;
+        sc.outer_list.push(r);
+        let mut scanned = 0usize;
+        loop {
+            // Grow the tree along tight edges.
+            while scanned < sc.outer_list.len() {
+                let o = sc.outer_list[scanned];
+                scanned += 1;
+                let yo = self.slots[o as usize].y;
+                for e in g.edges(o) {
+                    let v = e.other;
+                    if sc.stamp[v as usize] == epoch || !self.live(e) {
+                        continue;
+                    }
+                    let sv = self.slots[v as usize];
+                    if yo + sv.y != e.big as i32 {
+                        continue;
+                    }
+                    if sv.mate == 0 {
+                        self.flip(sc, o, v, r);
+                        return;
+                    }
+                    sc.stamp[v as usize] = epoch;
+                    sc.inner[v as usize] = true;
+                    sc.parent[v as usize] = o;
+                    sc.inner_list.push(v);
+                    let m = sv.mate;
+                    sc.stamp[m as usize] = epoch;
+                    sc.inner[m as usize] = false;
+                    sc.outer_list.push(m);
+                }
+            }
+            // No augmenting path: move the duals.
+            let mut delta = i32::MAX;
+            for &o in &sc.outer_list {
+                let yo = self.slots[o as usize].y;
+                delta = delta.min(yo);
+                for e in g.edges(o) {
+                    let v = e.other;
+                    if sc.in_tree(v) || !self.live(e) {
+                        continue;
+                    }
+                    delta = delta.min(yo + self.slots[v as usize].y - e.big as i32);
+                }
+            }
+            for &o in &sc.outer_list {
+                self.slots[o as usize].y -= delta;
+            }
+            for &i in &sc.inner_list {
+                self.slots[i as usize].y += delta;
+            }
+            if let Some(&o) = sc
+                .outer_list
+                .iter()
+                .find(|&&o| self.slots[o as usize].y == 0)
+            {
+                if o != r {
+                    // Let o go: shift the matching along the tree path from r to o.
+                    let i = self.slots[o as usize].mate;
+                    self.slots[o as usize].mate = 0;
+                    let parent = sc.parent[i as usize];
+                    self.flip(sc, parent, i, r);
+                }
+                return;
+            }
+            // New tight edges appeared: scan everything again.
+            scanned = 0;
+        }
+    }
+
+    /// Matches `o` (an outer tree node) with `v` and flips the tree path from `o` up to the
+    /// root `r`, which becomes matched.
+    fn flip(&mut self, sc: &Scratch, mut o: u32, mut v: u32, r: u32) {
+        loop {
+            let next = self.slots[o as usize].mate;
+            self.slots[o as usize].mate = v;
+            self.slots[v as usize].mate = o;
+            if o == r {
+                return;
+            }
+            v = next;
+            o = sc.parent[next as usize];
+        }
+    }
+
+    /// Checks the primal-dual invariants (tests and debug builds).
+    pub fn check(&self, g: &Graph) -> Result<(), String> {
+        let mut weight = 0i64;
+        for x in 1..self.slots.len() as u32 {
+            let s = self.slots[x as usize];
+            if s.dead {
+                continue;
+            }
+            if s.y < 0 {
+                return Err(format!("y[{x}] < 0"));
+            }
+            if s.mate == 0 && s.y != 0 {
+                return Err(format!("{x} exposed with y = {}", s.y));
+            }
+            for e in g.edges(x) {
+                if !self.live(e) {
+                    continue;
+                }
+                let slack = s.y + self.slots[e.other as usize].y - e.big as i32;
+                if slack < 0 {
+                    return Err(format!("edge {x}-{} violated", e.other));
+                }
+                if s.mate == e.other {
+                    if slack != 0 {
+                        return Err(format!("matched edge {x}-{} not tight", e.other));
+                    }
+                    if e.big == x {
+                        weight += i64::from(x);
+                    }
+                }
+            }
+            if s.mate != 0 && self.slots[s.mate as usize].mate != x {
+                return Err(format!("mate of {x} inconsistent"));
+            }
+        }
+        if weight + self.fixed_score != self.bound() {
+            return Err(format!(
+                "weight {} != dual {}",
+                weight + self.fixed_score,
+                self.bound()
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Maximum-weight matching by exhaustive search over the edges (tiny graphs only).
+    fn brute(g: &Graph, alive: &[bool], excluded: &[(u32, u32)]) -> i64 {
+        let mut edges = Vec::new();
+        for big in 2..=g.n() {
+            for &p in g.primes(big) {
+                let small = big / p;
+                if alive[big as usize] && alive[small as usize] && !excluded.contains(&(big, small))
+                {
+                    edges.push((big, small));
+                }
+            }
+        }
+        fn go(edges: &[(u32, u32)], used: &mut Vec<bool>) -> i64 {
+            let Some((&(a, b), rest)) = edges.split_first() else {
+                return 0;
+            };
+            let mut best = go(rest, used);
+            if !used[a as usize] && !used[b as usize] {
+                used[a as usize] = true;
+                used[b as usize] = true;
+                best = best.max(i64::from(a) + go(rest, used));
+                used[a as usize] = false;
+                used[b as usize] = false;
+            }
+            best
+        }
+        go(&edges, &mut vec![false; g.n() as usize + 1])
+    }
+
+    #[test]
+    fn matches_brute_force_and_stays_optimal_under_changes() {
+        let mut sc = Scratch::default();
+        for n in 1..=16u32 {
+            let g = Graph::new(n);
+            let m = Matching::new(&g, &[], &mut sc);
+            m.check(&g).unwrap();
+            let alive = vec![true; n as usize + 1];
+            assert_eq!(m.bound(), brute(&g, &alive, &[]), "n = {n}");
+            // Exclude the matched edges one by one, then fix what remains.
+            let mut m2 = m.clone();
+            let mut excluded = Vec::new();
+            for (a, b) in m.pairs().into_iter().step_by(2) {
+                m2.exclude(&g, a, b, &mut sc);
+                excluded.push((a, b));
+                m2.check(&g).unwrap();
+                assert_eq!(m2.bound(), brute(&g, &alive, &excluded), "n = {n}");
+            }
+            let mut alive2 = alive.clone();
+            let mut fixed = 0;
+            if let Some(&(a, b)) = m2.pairs().first() {
+                m2.fix(a, b);
+                alive2[a as usize] = false;
+                alive2[b as usize] = false;
+                fixed = i64::from(a);
+            }
+            m2.check(&g).unwrap();
+            assert_eq!(m2.bound(), fixed + brute(&g, &alive2, &excluded), "n = {n}");
+        }
+    }
+}

@@ -1,0 +1,602 @@
+//! `sieve`: Ginnow's sieve, the Taxman game (OEIS A019312). Start with 1..=N; a move
+//! selects a number K that still has a proper divisor in the list, scores K, and crosses out
+//! K and its remaining divisors; the game ends when no move is left. Maximise the score.
+//!
+//! Exact mode (`--n N`, or a family `--n-from A --n-to B`) proves the optimum by
+//! branch-and-bound over pairings (selected number, principal factor) with a
+//! maximum-weight-matching bound ([`search`], [`matching`]). A deterministic heuristic run
+//! gives the campaign its starting bound; the splitter expands the search tree, largest
+//! bound gap first, into many units named by tree paths ([`unit`]); long units donate their
+//! untried subtrees. Anytime mode (`--heuristic --seconds S`) runs randomised searches, one
+//! per unit, for S seconds each. Solutions are ordered move lists `{"moves": [...],
+//! "score": s}`, verified by plain replay ([`game::replay`]).
+
+pub mod game;
+pub mod local;
+pub mod matching;
+pub mod search;
+pub mod unit;
+
+use clap::Args;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use crate::problem::{
+    Objective, Problem, ProblemError, Scored, SolveContext, SplitBatch, UnitOutcome, UnitSpec,
+};
+use crate::registry::ProblemDef;
+use search::{Observer, SearchEnd, Searcher};
+use unit::SieveUnit;
+
+/// Largest N accepted (the search's paths and the verifier stay cheap far beyond this).
+pub const MAX_N: u32 = 20_000;
+/// Most members of one `--n-from/--n-to` family.
+pub const MAX_FAMILY: u32 = 1_000;
+/// Default number of exact units the splitter aims for.
+pub const DEFAULT_SPLIT_UNITS: u32 = 256;
+/// Nodes of the deterministic search that gives exact campaigns their starting bound.
+pub const HEURISTIC_NODES: u64 = 2_000;
+
+/// Parameters of the sieve.
+#[derive(Args, Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct SieveParams {
+    /// The list is 1..=N.
+    #[arg(long)]
+    #[serde(default)]
+    pub n: Option<u32>,
+    /// First N of a family of campaigns (one per N), with --n-to.
+    #[arg(long, requires = "n_to", conflicts_with = "n")]
+    #[serde(default)]
+    pub n_from: Option<u32>,
+    /// Last N of a family of campaigns, with --n-from.
+    #[arg(long, requires = "n_from")]
+    #[serde(default)]
+    pub n_to: Option<u32>,
+    /// Anytime mode: randomised searches for a good game, no proof.
+    #[arg(long)]
+    #[serde(default)]
+    pub heuristic: bool,
+    /// Anytime mode: seconds each unit searches.
+    #[arg(long, requires = "heuristic")]
+    #[serde(default)]
+    pub seconds: Option<u32>,
+    /// Number of units: the exact splitter's target (default 256), or the number of
+    /// anytime runs (default 4).
+    #[arg(long)]
+    #[serde(default)]
+    pub units: Option<u32>,
+}
+
+/// A sieve instance.
+pub struct Sieve {
+    params: SieveParams,
+    n: u32,
+    /// The deterministic starting game (exact mode), computed on first use.
+    start: OnceLock<Option<(Vec<u32>, i64)>>,
+    /// The exact units, computed on first use.
+    frontier: OnceLock<Result<Vec<Vec<u16>>, String>>,
+}
+
+impl ProblemDef for Sieve {
+    const NAME: &'static str = "sieve";
+    const ABOUT: &'static str =
+        "Ginnow's sieve / the Taxman game (A019312): proven best score on 1..N, or a good game fast";
+    const SOLVER_VERSION: u32 = 1;
+    type Params = SieveParams;
+
+    fn from_params(params: SieveParams) -> Result<Self, ProblemError> {
+        let bad = |why: String| ProblemError::InvalidParams(format!("sieve: {why}"));
+        if params.n_from.is_some() || params.n_to.is_some() {
+            return Err(bad(
+                "--n-from/--n-to name a family of campaigns; give one --n per instance".into(),
+            ));
+        }
+        let n = params.n.ok_or_else(|| bad("--n is required".into()))?;
+        if !(1..=MAX_N).contains(&n) {
+            return Err(bad(format!("--n {n} is out of range: 1..={MAX_N}")));
+        }
+        if params.seconds.is_some() && !params.heuristic {
+            return Err(bad("--seconds needs --heuristic".into()));
+        }
+        if params.seconds == Some(0) || params.seconds.is_some_and(|s| s > 86_400) {
+            return Err(bad("--seconds must be in 1..=86400".into()));
+        }
+        if let Some(units) = params.units {
+            if !(1..=100_000).contains(&units) {
+                return Err(bad(format!("--units {units} is out of range: 1..=100000")));
+            }
+        }
+        Ok(Sieve {
+            params,
+            n,
+            start: OnceLock::new(),
+            frontier: OnceLock::new(),
+        })
+    }
+
+    fn family(params: &SieveParams) -> Result<Option<Vec<SieveParams>>, ProblemError> {
+        let (from, to) = match (params.n_from, params.n_to) {
+            (None, None) => return Ok(None),
+            (Some(from), Some(to)) => (from, to),
+            _ => {
+                return Err(ProblemError::InvalidParams(
+                    "sieve: --n-from and --n-to go together".into(),
+                ))
+            }
+        };
+        if params.n.is_some() {
+            return Err(ProblemError::InvalidParams(
+                "sieve: give either --n or --n-from/--n-to".into(),
+            ));
+        }
+        if from < 1 || from > to || to > MAX_N || to - from >= MAX_FAMILY {
+            return Err(ProblemError::InvalidParams(format!(
+                "sieve: --n-from {from} --n-to {to} must satisfy 1 <= from <= to <= {MAX_N}, \
+                 at most {MAX_FAMILY} values"
+            )));
+        }
+        Ok(Some(
+            (from..=to)
+                .map(|n| SieveParams {
+                    n: Some(n),
+                    n_from: None,
+                    n_to: None,
+                    ..params.clone()
+                })
+                .collect(),
+        ))
+    }
+}
+
+/// The solution document of a game.
+pub fn solution(moves: &[u32], score: i64) -> Value {
+    json!({"moves": moves, "score": score})
+}
+
+impl Sieve {
+    /// N.
+    pub fn n(&self) -> u32 {
+        self.n
+    }
+
+    /// The deterministic starting game of exact mode: the best game a short search finds.
+    pub fn starting_game(&self) -> Option<&(Vec<u32>, i64)> {
+        self.start
+            .get_or_init(|| {
+                let mut searcher = Searcher::new(self.n);
+                let budget = Budget::new(HEURISTIC_NODES, None);
+                searcher.set_check_interval(16);
+                searcher.search(&[], None, None, &budget).ok()?;
+                budget.best.into_inner().expect("poisoned")
+            })
+            .as_ref()
+    }
+
+    fn split_units(&self) -> usize {
+        self.params.units.unwrap_or(if self.params.heuristic {
+            4
+        } else {
+            DEFAULT_SPLIT_UNITS
+        }) as usize
+    }
+
+    /// The exact units: the tree expanded from the root, the node with the largest gap
+    /// between its bound and the starting game first, until there are enough units. Nodes
+    /// that cannot reach the starting game's score are dropped.
+    pub fn frontier(&self) -> Result<&[Vec<u16>], ProblemError> {
+        self.frontier
+            .get_or_init(|| {
+                let floor = self.starting_game().map(|g| g.1);
+                let target = self.split_units();
+                let mut searcher = Searcher::new(self.n);
+                let root = searcher.expand(&[])?;
+                // (path, bound, expandable)
+                let mut open: Vec<(Vec<u16>, i64, bool)> = vec![(Vec::new(), root.bound, true)];
+                while open.len() < target {
+                    let Some(at) = open
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, e)| e.2)
+                        .max_by(|a, b| a.1 .1.cmp(&b.1 .1).then(b.1 .0.cmp(&a.1 .0)))
+                        .map(|(i, _)| i)
+                    else {
+                        break;
+                    };
+                    let (path, _, _) = open.swap_remove(at);
+                    let expansion = searcher.expand(&path)?;
+                    if expansion.children.is_empty() {
+                        open.push((path, expansion.bound, false));
+                        continue;
+                    }
+                    for (child, bound) in expansion.children {
+                        if floor.is_none_or(|f| bound >= f) {
+                            open.push((child, bound, true));
+                        }
+                    }
+                }
+                let mut paths: Vec<Vec<u16>> = open.into_iter().map(|e| e.0).collect();
+                paths.sort();
+                Ok(paths)
+            })
+            .as_ref()
+            .map(Vec::as_slice)
+            .map_err(|e| ProblemError::Solver(format!("sieve splitter: {e}")))
+    }
+
+    /// Reads the move list of a solution document.
+    fn moves_of(&self, solution: &Value) -> Result<Vec<u64>, ProblemError> {
+        let bad = |why: String| ProblemError::InvalidSolution(format!("sieve: {why}"));
+        let moves = solution
+            .get("moves")
+            .and_then(Value::as_array)
+            .ok_or_else(|| {
+                bad("expected {\"moves\": [numbers in play order], \"score\": s}".into())
+            })?;
+        if moves.len() > self.n as usize / 2 {
+            return Err(bad(format!(
+                "{} moves: a game on 1..={} has at most {}",
+                moves.len(),
+                self.n,
+                self.n / 2
+            )));
+        }
+        moves
+            .iter()
+            .map(|m| {
+                m.as_u64()
+                    .ok_or_else(|| bad(format!("move {m} is not a non-negative integer")))
+            })
+            .collect()
+    }
+
+    fn solve_exact(
+        &self,
+        path: Vec<u16>,
+        limit: Option<Vec<u16>>,
+        ctx: &dyn SolveContext,
+    ) -> Result<UnitOutcome, ProblemError> {
+        let resume = match ctx.resume_cursor() {
+            Some(bytes) => match SieveUnit::decode(bytes)? {
+                SieveUnit::Exact { path: at, .. } => Some(at),
+                SieveUnit::Heuristic { .. } => {
+                    return Err(ProblemError::InvalidUnit(
+                        "sieve: a heuristic cursor for an exact unit".into(),
+                    ))
+                }
+            },
+            None => None,
+        };
+        let floor = self.starting_game().map(|g| g.1 - 1);
+        let observer = UnitObserver {
+            ctx,
+            floor,
+            path: path.clone(),
+            limit: Mutex::new(limit.clone()),
+            best: Mutex::new(None),
+        };
+        let mut searcher = Searcher::new(self.n);
+        let end = searcher
+            .search(&path, resume.as_deref(), limit.as_deref(), &observer)
+            .map_err(|e| ProblemError::InvalidUnit(format!("sieve: {e}")))?;
+        if end == SearchEnd::Stopped {
+            return Ok(UnitOutcome::Stopped);
+        }
+        let best = observer.best.into_inner().expect("poisoned");
+        Ok(UnitOutcome::Searched {
+            best: best.map(|(moves, score)| Scored {
+                solution: solution(&moves, score),
+                score,
+            }),
+            hits: Vec::new(),
+        })
+    }
+
+    fn solve_heuristic(
+        &self,
+        seed: u64,
+        ctx: &dyn SolveContext,
+    ) -> Result<UnitOutcome, ProblemError> {
+        let seconds = self.params.seconds.unwrap_or(10);
+        let deadline = Instant::now() + Duration::from_secs(u64::from(seconds));
+        let mut best: Option<(Vec<u32>, i64)> = None;
+        let mut round = 0u64;
+        while Instant::now() < deadline {
+            if ctx.stop_requested() {
+                return Ok(UnitOutcome::Stopped);
+            }
+            let mut searcher = Searcher::new(self.n);
+            searcher.set_check_interval(16);
+            // Round 0 of seed 0 is the plain ordered search; every other round shuffles.
+            let mix = seed
+                .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+                .wrapping_add(round.wrapping_mul(0xD1B5_4A32_D192_ED03));
+            searcher.set_shuffle(((seed, round) != (0, 0)).then_some(mix | 1));
+            let budget = Budget::new(HEURISTIC_NODES << round.min(8), Some(deadline));
+            budget.best_known(best.as_ref().map(|b| b.1).max(ctx.bound()));
+            searcher
+                .search(&[], None, None, &budget)
+                .map_err(ProblemError::Solver)?;
+            if let Some((moves, score)) = budget.best.into_inner().expect("poisoned") {
+                if best.as_ref().is_none_or(|b| score > b.1) {
+                    if ctx.bound().is_none_or(|b| score > b) {
+                        ctx.improve(Scored {
+                            solution: solution(&moves, score),
+                            score,
+                        });
+                    }
+                    best = Some((moves, score));
+                }
+            }
+            ctx.progress(round + 1, None);
+            round += 1;
+        }
+        Ok(UnitOutcome::Searched {
+            best: best.map(|(moves, score)| Scored {
+                solution: solution(&moves, score),
+                score,
+            }),
+            hits: Vec::new(),
+        })
+    }
+}
+
+impl Problem for Sieve {
+    fn objective(&self) -> Objective {
+        Objective::Max
+    }
+
+    fn exhaustive(&self) -> bool {
+        !self.params.heuristic
+    }
+
+    fn initial_bound(&self) -> Option<i64> {
+        // Exact mode searches only for games at least as good as the starting game (one of
+        // the units finds it or better again).
+        if self.params.heuristic {
+            return None;
+        }
+        self.starting_game().map(|g| g.1 - 1)
+    }
+
+    fn split(&self, cursor: Option<&[u8]>, max_units: usize) -> Result<SplitBatch, ProblemError> {
+        let from = match cursor {
+            None => 0,
+            Some(bytes) => {
+                let raw: [u8; 4] = bytes
+                    .try_into()
+                    .map_err(|_| ProblemError::InvalidUnit("sieve: split cursor".into()))?;
+                u32::from_le_bytes(raw) as usize
+            }
+        };
+        let units: Vec<SieveUnit> = if self.params.heuristic {
+            (0..self.split_units() as u64)
+                .map(|seed| SieveUnit::Heuristic { seed })
+                .collect()
+        } else {
+            self.frontier()?
+                .iter()
+                .map(|path| SieveUnit::Exact {
+                    path: path.clone(),
+                    limit: None,
+                })
+                .collect()
+        };
+        if from > units.len() {
+            return Err(ProblemError::InvalidUnit(format!(
+                "sieve: split cursor {from} is past the {} units",
+                units.len()
+            )));
+        }
+        let to = units.len().min(from + max_units);
+        let batch = units[from..to]
+            .iter()
+            .map(|u| UnitSpec {
+                label: u.label(),
+                payload: u.encode(),
+            })
+            .collect();
+        Ok(SplitBatch {
+            units: batch,
+            next: (to < units.len()).then(|| (to as u32).to_le_bytes().to_vec()),
+        })
+    }
+
+    fn solve(&self, payload: &[u8], ctx: &dyn SolveContext) -> Result<UnitOutcome, ProblemError> {
+        match SieveUnit::decode(payload)? {
+            SieveUnit::Exact { path, limit } if !self.params.heuristic => {
+                self.solve_exact(path, limit, ctx)
+            }
+            SieveUnit::Heuristic { seed } if self.params.heuristic => {
+                self.solve_heuristic(seed, ctx)
+            }
+            _ => Err(ProblemError::InvalidUnit(
+                "sieve: the unit's kind does not match the campaign's mode".into(),
+            )),
+        }
+    }
+
+    fn score(&self, solution: &Value) -> Result<i64, ProblemError> {
+        let moves = self.moves_of(solution)?;
+        let score = game::replay(self.n, &moves)
+            .map_err(|e| ProblemError::InvalidSolution(format!("sieve N={}: {e}", self.n)))?;
+        if let Some(claimed) = solution.get("score") {
+            if claimed.as_u64() != Some(score) {
+                return Err(ProblemError::InvalidSolution(format!(
+                    "sieve: the moves score {score}, not {claimed}"
+                )));
+            }
+        }
+        Ok(score as i64)
+    }
+
+    fn parse_submission(&self, text: &str) -> Result<Value, ProblemError> {
+        let text = text.trim();
+        if text.starts_with('{') {
+            return serde_json::from_str(text)
+                .map_err(|e| ProblemError::InvalidSolution(format!("sieve: not JSON: {e}")));
+        }
+        // The rendered form: moves separated by spaces or commas; '#' starts a comment.
+        let moves = text
+            .lines()
+            .map(|line| line.split('#').next().unwrap_or(""))
+            .flat_map(|line| line.split(|c: char| c.is_whitespace() || c == ','))
+            .filter(|w| !w.is_empty())
+            .map(|w| {
+                w.parse::<u64>().map_err(|_| {
+                    ProblemError::InvalidSolution(format!("sieve: {w:?} is not a move"))
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(json!({ "moves": moves }))
+    }
+
+    fn render(&self, value: &str, solution: Option<&Value>) -> String {
+        match solution.and_then(|s| self.moves_of(s).ok()) {
+            Some(moves) => format!(
+                "{}\n# N = {}, score {value}\n",
+                moves
+                    .iter()
+                    .map(u64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                self.n
+            ),
+            None => format!("# no game found (value {value:?})\n"),
+        }
+    }
+}
+
+/// Keeps the best game of a search that stops after a node budget or a deadline.
+struct Budget {
+    nodes: u64,
+    deadline: Option<Instant>,
+    spent: Mutex<u64>,
+    known: Mutex<Option<i64>>,
+    best: Mutex<Option<(Vec<u32>, i64)>>,
+}
+
+impl Budget {
+    fn new(nodes: u64, deadline: Option<Instant>) -> Budget {
+        Budget {
+            nodes,
+            deadline,
+            spent: Mutex::new(0),
+            known: Mutex::new(None),
+            best: Mutex::new(None),
+        }
+    }
+
+    fn best_known(&self, score: Option<i64>) {
+        *self.known.lock().expect("poisoned") = score;
+    }
+}
+
+impl Observer for Budget {
+    fn bound(&self) -> Option<i64> {
+        let own = self.best.lock().expect("poisoned").as_ref().map(|b| b.1);
+        own.max(*self.known.lock().expect("poisoned"))
+    }
+    fn found(&self, moves: &[u32], score: i64) {
+        let mut best = self.best.lock().expect("poisoned");
+        if best.as_ref().is_none_or(|b| score > b.1) {
+            *best = Some((moves.to_vec(), score));
+        }
+    }
+    fn progress(&self, nodes: u64) {
+        *self.spent.lock().expect("poisoned") = nodes;
+    }
+    fn checkpoint(&self, _path: &[u16]) {}
+    fn should_stop(&self) -> bool {
+        *self.spent.lock().expect("poisoned") >= self.nodes
+            || self.deadline.is_some_and(|d| Instant::now() >= d)
+    }
+    fn should_split(&self) -> bool {
+        false
+    }
+    fn donate(&self, _prefixes: Vec<Vec<u16>>, _limit: Vec<u16>) -> bool {
+        false
+    }
+}
+
+/// Connects an exact search to the worker: bound, improvements, checkpoints, stop, donation.
+struct UnitObserver<'a> {
+    ctx: &'a dyn SolveContext,
+    /// The campaign's starting bound (the worker's bound may not include it yet).
+    floor: Option<i64>,
+    path: Vec<u16>,
+    limit: Mutex<Option<Vec<u16>>>,
+    best: Mutex<Option<(Vec<u32>, i64)>>,
+}
+
+impl Observer for UnitObserver<'_> {
+    fn bound(&self) -> Option<i64> {
+        self.ctx.bound().max(self.floor)
+    }
+
+    fn found(&self, moves: &[u32], score: i64) {
+        {
+            let mut best = self.best.lock().expect("poisoned");
+            if best.as_ref().is_some_and(|b| b.1 >= score) {
+                return;
+            }
+            *best = Some((moves.to_vec(), score));
+        }
+        if self.ctx.bound().is_none_or(|b| score > b) {
+            self.ctx.improve(Scored {
+                solution: solution(moves, score),
+                score,
+            });
+        }
+    }
+
+    fn progress(&self, nodes: u64) {
+        self.ctx.progress(nodes, None);
+    }
+
+    fn checkpoint(&self, path: &[u16]) {
+        let limit = self.limit.lock().expect("poisoned").clone();
+        self.ctx.checkpoint(
+            SieveUnit::Exact {
+                path: path.to_vec(),
+                limit,
+            }
+            .encode(),
+        );
+    }
+
+    fn should_stop(&self) -> bool {
+        self.ctx.stop_requested()
+    }
+
+    fn should_split(&self) -> bool {
+        self.ctx.split_requested()
+    }
+
+    fn donate(&self, prefixes: Vec<Vec<u16>>, limit: Vec<u16>) -> bool {
+        let units = prefixes
+            .into_iter()
+            .map(|path| {
+                let unit = SieveUnit::Exact { path, limit: None };
+                UnitSpec {
+                    label: unit.label(),
+                    payload: unit.encode(),
+                }
+            })
+            .collect();
+        let kept = SieveUnit::Exact {
+            path: self.path.clone(),
+            limit: Some(limit.clone()),
+        };
+        if self.ctx.donate(units, kept.encode()) {
+            *self.limit.lock().expect("poisoned") = Some(limit);
+            true
+        } else {
+            false
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,517 @@
+//! Exact branch-and-bound over pairings (selected number, principal factor).
+//!
+//! # Why pairings
+//!
+//! Every move K crosses out a principal factor K/p (p prime) that no other move uses: the
+//! largest remaining proper divisor d of K is one (if K/d had a prime q with d*q < K, then
+//! d*q would remain, since whatever crossed it out would have crossed out d). So a game is a
+//! set of pairs (K, K/p), each number in at most one pair, that can be *ordered*: pair i must
+//! come before pair j whenever i's factor divides j's number (else j would cross it out
+//! first). Conversely, any pairing whose "must precede" relation is acyclic is played in a
+//! topological order, and the game can then only gain by finishing. So the optimum is the
+//! heaviest acyclic pairing, and move order matters only through cycles.
+//!
+//! The largest prime P (> N/2) takes 1 first in some optimal game: a prime can only be
+//! played first (its only proper divisor is 1), P is no other number's factor, and swapping
+//! the first pair for (P, 1), or adding (P, 1) in front, keeps the order acyclic and does not
+//! lower the score. The root fixes (P, 1).
+//!
+//! # The tree
+//!
+//! A node is a set of *fixed* pairs and *excluded* edges. Its bound is the fixed score plus
+//! the heaviest matching of the remaining graph ([`Matching`]): pruned when it cannot beat the
+//! incumbent. If the matched and fixed pairs have no precedence cycle, the matching is a game
+//! and the node is a leaf. Otherwise one cycle C is chosen, and since some non-fixed pair
+//! e_0..e_{k-1} of C must go, the node has k children: child i fixes e_0..e_{i-1} and
+//! excludes e_i. The children partition the node's games, so the search is exact.
+//!
+//! A node is named by its *path* (child indices from the root). Depth-first order is the
+//! lexicographic order of paths (a prefix before its extensions). Every step is
+//! deterministic, so a path rebuilds the same node anywhere: units are subtrees named by a
+//! path, with an optional exclusive *limit* path (after a donation); checkpoints are the path
+//! of the next node to evaluate.
+
+use super::game::order_pairing;
+use super::matching::{Graph, Matching, Scratch};
+
+/// What the search tells its caller and asks it.
+pub trait Observer {
+    /// The best score known elsewhere: nodes that cannot beat it are pruned.
+    fn bound(&self) -> Option<i64>;
+    /// A leaf: an ordered, finished game (`moves`) scoring `score`.
+    fn found(&self, moves: &[u32], score: i64);
+    /// Nodes evaluated so far.
+    fn progress(&self, nodes: u64);
+    /// The path of the next node to evaluate: everything before it is done.
+    fn checkpoint(&self, path: &[u16]);
+    /// True when the search should stop (after a checkpoint).
+    fn should_stop(&self) -> bool;
+    /// True when untried subtrees should be handed out.
+    fn should_split(&self) -> bool;
+    /// Hands out `prefixes` (whole subtrees); the search then covers only paths before
+    /// `limit`. Returns false when refused (the search then keeps the subtrees).
+    fn donate(&self, prefixes: Vec<Vec<u16>>, limit: Vec<u16>) -> bool;
+}
+
+/// How a search ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SearchEnd {
+    /// Everything in the unit was searched.
+    Done,
+    /// [`Observer::should_stop`] said so; the last checkpoint is the resume point.
+    Stopped,
+}
+
+/// What a node turned out to be.
+enum Eval {
+    /// Cannot beat the incumbent.
+    Pruned,
+    /// An acyclic pairing: the node's optimum.
+    Leaf(Vec<(u32, u32)>),
+    /// The non-fixed pairs of a precedence cycle, in branching order.
+    Branch(Vec<(u32, u32)>),
+}
+
+/// Counters of one search.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SearchStats {
+    /// Nodes evaluated.
+    pub nodes: u64,
+    /// Leaves reached (acyclic matchings that beat the incumbent).
+    pub leaves: u64,
+}
+
+/// One level of the depth-first stack.
+struct Frame {
+    /// The node with children 0..next-1 fixed.
+    base: Matching,
+    branches: Vec<(u32, u32)>,
+    next: usize,
+    end: usize,
+    /// Length of the node's path.
+    depth: usize,
+}
+
+/// The search over one instance (N). Cheap to clone per unit.
+pub struct Searcher {
+    graph: Graph,
+    root: Matching,
+    scratch: Scratch,
+    cycles: CycleFinder,
+    stats: SearchStats,
+    check_every: u64,
+    shuffle: Option<u64>,
+}
+
+/// Largest prime <= n (n >= 2).
+pub fn largest_prime(n: u32) -> u32 {
+    (2..=n)
+        .rev()
+        .find(|&p| (2..).take_while(|d| d * d <= p).all(|d| p % d != 0))
+        .unwrap_or(0)
+}
+
+impl Searcher {
+    /// The search for 1..=n.
+    pub fn new(n: u32) -> Searcher {
+        let graph = Graph::new(n);
+        let mut scratch = Scratch::default();
+        let fixed = if n >= 2 {
+            vec![(largest_prime(n), 1)]
+        } else {
+            Vec::new()
+        };
+        let root = Matching::new(&graph, &fixed, &mut scratch);
+        Searcher {
+            cycles: CycleFinder::new(n),
+            graph,
+            root,
+            scratch,
+            stats: SearchStats::default(),
+            check_every: 256,
+            shuffle: None,
+        }
+    }
+
+    /// N.
+    pub fn n(&self) -> u32 {
+        self.graph.n()
+    }
+
+    /// The root's upper bound (the heaviest matching with (P, 1) fixed).
+    pub fn root_bound(&self) -> i64 {
+        self.root.bound()
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> SearchStats {
+        self.stats
+    }
+
+    /// Nodes between two looks at the observer (bound, stop, split, checkpoint).
+    pub fn set_check_interval(&mut self, nodes: u64) {
+        self.check_every = nodes.max(1);
+    }
+
+    /// Visits children in a pseudo-random order drawn from `seed` (heuristic runs only: the
+    /// paths of such a search do not name the same nodes as an ordered search).
+    pub fn set_shuffle(&mut self, seed: Option<u64>) {
+        self.shuffle = seed;
+    }
+
+    fn evaluate(&mut self, m: &Matching, best: Option<i64>) -> Eval {
+        if best.is_some_and(|b| m.bound() <= b) {
+            return Eval::Pruned;
+        }
+        let pairs = m.pairs();
+        match self.cycles.find(&pairs) {
+            None => Eval::Leaf(pairs),
+            Some(cycle) => {
+                let mut branches: Vec<(u32, u32)> = cycle
+                    .into_iter()
+                    .map(|i| pairs[i])
+                    .filter(|&(a, _)| !m.is_fixed(a))
+                    .collect();
+                branches.sort_unstable();
+                if let Some(seed) = self.shuffle.as_mut() {
+                    for i in (1..branches.len()).rev() {
+                        *seed ^= *seed << 13;
+                        *seed ^= *seed >> 7;
+                        *seed ^= *seed << 17;
+                        branches.swap(i, (*seed % (i as u64 + 1)) as usize);
+                    }
+                }
+                Eval::Branch(branches)
+            }
+        }
+    }
+
+    /// Builds child `i` of a node whose branches are `branches`, from `base` (the node with
+    /// children before i fixed), and fixes child i's pair in `base` for the next sibling.
+    fn child(&mut self, base: &mut Matching, branches: &[(u32, u32)], i: usize) -> Matching {
+        let (a, b) = branches[i];
+        let mut child = base.clone();
+        child.exclude(&self.graph, a, b, &mut self.scratch);
+        base.fix(a, b);
+        child
+    }
+
+    /// The node at `path` from the root, and the frames on the way (from depth `keep_from`
+    /// on), with each frame's `end` cut by `limit`.
+    fn descend(
+        &mut self,
+        path: &[u16],
+        keep_from: usize,
+        limit: Option<&[u16]>,
+    ) -> Result<(Matching, Vec<Frame>), String> {
+        let mut node = self.root.clone();
+        let mut frames = Vec::new();
+        for (d, &i) in path.iter().enumerate() {
+            let Eval::Branch(branches) = self.evaluate(&node, None) else {
+                return Err(format!("path {path:?}: node at depth {d} is a leaf"));
+            };
+            let i = i as usize;
+            if i >= branches.len() {
+                return Err(format!(
+                    "path {path:?}: node at depth {d} has {} children",
+                    branches.len()
+                ));
+            }
+            let mut base = node;
+            for &(a, b) in &branches[..i] {
+                base.fix(a, b);
+            }
+            node = self.child(&mut base, &branches, i);
+            if d >= keep_from {
+                let end = end_under_limit(&path[..d], branches.len(), limit);
+                frames.push(Frame {
+                    base,
+                    branches,
+                    next: i + 1,
+                    end,
+                    depth: d,
+                });
+            }
+        }
+        Ok((node, frames))
+    }
+
+    /// Searches the subtree at `prefix`, from `resume` (a path extending `prefix`) when
+    /// given, up to (excluding) the path `limit` when given.
+    pub fn search(
+        &mut self,
+        prefix: &[u16],
+        resume: Option<&[u16]>,
+        limit: Option<&[u16]>,
+        obs: &dyn Observer,
+    ) -> Result<SearchEnd, String> {
+        let start = match resume {
+            Some(r) if r.starts_with(prefix) => r,
+            Some(r) => return Err(format!("resume path {r:?} is outside the unit {prefix:?}")),
+            None => prefix,
+        };
+        let mut limit: Option<Vec<u16>> = limit.map(<[u16]>::to_vec);
+        let (mut node, mut frames) = self.descend(start, prefix.len(), limit.as_deref())?;
+        let mut path: Vec<u16> = start.to_vec();
+        let mut best: Option<i64> = obs.bound();
+        let mut since_check = 0u64;
+        loop {
+            // Look outside every so often.
+            since_check += 1;
+            if since_check >= self.check_every {
+                since_check = 0;
+                if let Some(b) = obs.bound() {
+                    best = Some(best.map_or(b, |x| x.max(b)));
+                }
+                obs.progress(self.stats.nodes);
+                obs.checkpoint(&path);
+                if obs.should_stop() {
+                    return Ok(SearchEnd::Stopped);
+                }
+                if obs.should_split() {
+                    self.donate(&mut frames, &path, &mut limit, obs);
+                }
+            }
+            self.stats.nodes += 1;
+            match self.evaluate(&node, best) {
+                Eval::Pruned => {}
+                Eval::Leaf(pairs) => {
+                    self.stats.leaves += 1;
+                    let moves = order_pairing(self.n(), &pairs)
+                        .ok_or_else(|| format!("acyclic pairing {pairs:?} does not order"))?;
+                    let score: i64 = moves.iter().map(|&m| i64::from(m)).sum();
+                    if best.is_none_or(|b| score > b) {
+                        best = Some(score);
+                        obs.found(&moves, score);
+                    }
+                }
+                Eval::Branch(branches) => {
+                    let end = end_under_limit(&path, branches.len(), limit.as_deref());
+                    frames.push(Frame {
+                        base: node.clone(),
+                        branches,
+                        next: 0,
+                        end,
+                        depth: path.len(),
+                    });
+                }
+            }
+            // Move to the next node in depth-first order.
+            loop {
+                let Some(top) = frames.last_mut() else {
+                    obs.progress(self.stats.nodes);
+                    return Ok(SearchEnd::Done);
+                };
+                if top.next >= top.end {
+                    frames.pop();
+                    continue;
+                }
+                let i = top.next;
+                top.next += 1;
+                path.truncate(top.depth);
+                path.push(i as u16);
+                node = self.child(&mut top.base, &top.branches, i);
+                break;
+            }
+        }
+    }
+
+    /// Hands the untried children of the shallowest frame that has some to the observer.
+    fn donate(
+        &mut self,
+        frames: &mut [Frame],
+        path: &[u16],
+        limit: &mut Option<Vec<u16>>,
+        obs: &dyn Observer,
+    ) {
+        let Some(frame) = frames.iter_mut().find(|f| f.next < f.end) else {
+            return;
+        };
+        let prefixes: Vec<Vec<u16>> = (frame.next..frame.end)
+            .map(|j| {
+                let mut p = path[..frame.depth].to_vec();
+                p.push(j as u16);
+                p
+            })
+            .collect();
+        let mut new_limit = path[..frame.depth].to_vec();
+        new_limit.push(frame.next as u16);
+        if obs.donate(prefixes, new_limit.clone()) {
+            frame.end = frame.next;
+            *limit = Some(new_limit);
+        }
+    }
+
+    /// The children of the node at `path` (their paths, or nothing for a leaf) and the
+    /// node's bound; used by the splitter. Errors on a path that names no node.
+    pub fn expand(&mut self, path: &[u16]) -> Result<Expansion, String> {
+        let (node, _) = self.descend(path, usize::MAX, None)?;
+        let bound = node.bound();
+        let children = match self.evaluate(&node, None) {
+            Eval::Branch(branches) => {
+                let mut base = node;
+                let mut children = Vec::with_capacity(branches.len());
+                for i in 0..branches.len() {
+                    let child = self.child(&mut base, &branches, i);
+                    let mut p = path.to_vec();
+                    p.push(i as u16);
+                    children.push((p, child.bound()));
+                }
+                children
+            }
+            _ => Vec::new(),
+        };
+        Ok(Expansion { bound, children })
+    }
+}
+
+/// A node seen by the splitter.
+#[derive(Clone, Debug)]
+pub struct Expansion {
+    /// The node's upper bound.
+    pub bound: i64,
+    /// Children's paths and bounds (empty for a leaf).
+    pub children: Vec<(Vec<u16>, i64)>,
+}
+
+/// The exclusive end of the children of the node at `path` (which has `count` children)
+/// that lie before `limit` in depth-first order.
+fn end_under_limit(path: &[u16], count: usize, limit: Option<&[u16]>) -> usize {
+    match limit {
+        Some(l) if l.len() > path.len() && l.starts_with(path) => {
+            let at = l[path.len()] as usize;
+            if l.len() == path.len() + 1 {
+                count.min(at)
+            } else {
+                count.min(at + 1)
+            }
+        }
+        _ => count,
+    }
+}
+
+/// Finds a precedence cycle among pairs: i -> j when i's factor divides j's number.
+struct CycleFinder {
+    /// Pair index by selected number (u32::MAX = none).
+    pair_of: Vec<u32>,
+    colour: Vec<u8>,
+    stack: Vec<(usize, u32)>,
+}
+
+impl CycleFinder {
+    fn new(n: u32) -> CycleFinder {
+        CycleFinder {
+            pair_of: vec![u32::MAX; n as usize + 1],
+            colour: Vec::new(),
+            stack: Vec::new(),
+        }
+    }
+
+    /// A cycle as pair indices in precedence order, if any.
+    fn find(&mut self, pairs: &[(u32, u32)]) -> Option<Vec<usize>> {
+        let n = self.pair_of.len() as u32 - 1;
+        for (i, &(a, _)) in pairs.iter().enumerate() {
+            self.pair_of[a as usize] = i as u32;
+        }
+        self.colour.clear();
+        self.colour.resize(pairs.len(), 0);
+        let mut found = None;
+        'roots: for root in 0..pairs.len() {
+            if self.colour[root] != 0 || pairs[root].1 <= 1 {
+                continue;
+            }
+            self.stack.clear();
+            self.colour[root] = 1;
+            self.stack.push((root, 2 * pairs[root].1));
+            while let Some(&mut (i, ref mut m)) = self.stack.last_mut() {
+                let b = pairs[i].1;
+                let mut next = None;
+                while *m <= n {
+                    let j = self.pair_of[*m as usize];
+                    *m += b;
+                    if j != u32::MAX && j as usize != i {
+                        next = Some(j as usize);
+                        break;
+                    }
+                }
+                match next {
+                    Some(j) if self.colour[j] == 1 => {
+                        let from = self
+                            .stack
+                            .iter()
+                            .position(|&(k, _)| k == j)
+                            .expect("grey is on the stack");
+                        found = Some(self.stack[from..].iter().map(|&(k, _)| k).collect());
+                        break 'roots;
+                    }
+                    Some(j) if self.colour[j] == 0 => {
+                        self.colour[j] = 1;
+                        self.stack.push((j, 2 * pairs[j].1));
+                    }
+                    Some(_) => {}
+                    None => {
+                        self.colour[i] = 2;
+                        self.stack.pop();
+                    }
+                }
+            }
+        }
+        for &(a, _) in pairs {
+            self.pair_of[a as usize] = u32::MAX;
+        }
+        found
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::RefCell;
+
+    /// Keeps the best game; never stops or splits.
+    #[derive(Default)]
+    struct Best {
+        best: RefCell<Option<(Vec<u32>, i64)>>,
+    }
+
+    impl Observer for Best {
+        fn bound(&self) -> Option<i64> {
+            self.best.borrow().as_ref().map(|b| b.1)
+        }
+        fn found(&self, moves: &[u32], score: i64) {
+            *self.best.borrow_mut() = Some((moves.to_vec(), score));
+        }
+        fn progress(&self, _nodes: u64) {}
+        fn checkpoint(&self, _path: &[u16]) {}
+        fn should_stop(&self) -> bool {
+            false
+        }
+        fn should_split(&self) -> bool {
+            false
+        }
+        fn donate(&self, _prefixes: Vec<Vec<u16>>, _limit: Vec<u16>) -> bool {
+            false
+        }
+    }
+
+    #[test]
+    fn largest_primes() {
+        assert_eq!(largest_prime(2), 2);
+        assert_eq!(largest_prime(10), 7);
+        assert_eq!(largest_prime(120), 113);
+    }
+
+    #[test]
+    fn small_optima_and_games_replay() {
+        // A019312 begins 0, 2, 3, 7, 9, 15, 17, 21, 30, 40, 44, 50, 52, 66, 81, 89, ...
+        for (n, want) in [(18u32, 111i64), (21, 144)] {
+            let mut s = Searcher::new(n);
+            let best = Best::default();
+            assert_eq!(s.search(&[], None, None, &best).unwrap(), SearchEnd::Done);
+            let (moves, score) = best.best.into_inner().unwrap();
+            assert_eq!(score, want, "n = {n}");
+            let moves: Vec<u64> = moves.into_iter().map(u64::from).collect();
+            assert_eq!(super::super::game::replay(n, &moves), Ok(want as u64));
+        }
+    }
+}

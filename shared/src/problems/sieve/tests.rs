@@ -1,0 +1,412 @@
+//! Tests of the sieve problem: optima against an independent brute force and published
+//! terms, the verifier, the splitter, solving with donation and resumption, and the family.
+
+use super::*;
+use crate::problem::LocalContext;
+use crate::registry::lookup;
+use proptest::prelude::*;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+fn exact(n: u32) -> Sieve {
+    Sieve::from_params(SieveParams {
+        n: Some(n),
+        n_from: None,
+        n_to: None,
+        heuristic: false,
+        seconds: None,
+        units: None,
+    })
+    .unwrap()
+}
+
+/// T(S) by the recursive definition over sets of remaining numbers (OEIS A019312's
+/// definition), memoised: a different algorithm from the pairing search.
+fn brute(n: u32) -> i64 {
+    fn t(set: u64, n: u32, memo: &mut HashMap<u64, i64>) -> i64 {
+        if let Some(&v) = memo.get(&set) {
+            return v;
+        }
+        let mut best = 0;
+        for x in 2..=n {
+            if set & (1 << x) == 0 {
+                continue;
+            }
+            let divisors: u64 = (1..x).filter(|d| x % d == 0).map(|d| 1u64 << d).sum();
+            if set & divisors == 0 {
+                continue;
+            }
+            let rest = set & !divisors & !(1 << x);
+            best = best.max(i64::from(x) + t(rest, n, memo));
+        }
+        memo.insert(set, best);
+        best
+    }
+    let all: u64 = (1..=n).map(|k| 1u64 << k).sum();
+    t(all, n, &mut HashMap::new())
+}
+
+#[test]
+fn optima_match_an_independent_brute_force() {
+    for n in 1..=26 {
+        let proven = local::prove(n, 1).unwrap();
+        assert_eq!(proven.score, brute(n), "N = {n}");
+    }
+}
+
+#[test]
+fn optima_match_published_terms() {
+    // OEIS A019312 (also Moniot's table of optimal scores and JCrypTool's NumberShark list):
+    // a sample of N, including the seed's N = 82 and N = 120 examples.
+    for (n, published) in [
+        (30, 301),
+        (50, 808),
+        (82, 2187),
+        (100, 3164),
+        (120, 4593),
+        (128, 5301),
+        (150, 7137),
+        (200, 12648),
+    ] {
+        let proven = local::prove(n, 2).unwrap();
+        assert_eq!(proven.score, published, "N = {n}");
+        let moves: Vec<u64> = proven.moves.clone();
+        assert_eq!(game::replay(n, &moves), Ok(published as u64));
+    }
+}
+
+#[test]
+fn optimum_steps_are_bounded_by_n() {
+    // opt(N-1) <= opt(N) <= opt(N-1) + N (drop N's pair from an optimal game of N).
+    let mut previous = 0;
+    for n in 1..=60 {
+        let score = local::prove(n, 1).unwrap().score;
+        assert!(
+            previous <= score && score <= previous + i64::from(n),
+            "N = {n}"
+        );
+        previous = score;
+    }
+}
+
+#[test]
+fn verifier_scores_the_issue_games_and_names_errors() {
+    let sieve = exact(18);
+    let game = json!({"moves": [17, 9, 15, 10, 14, 18, 12, 16]});
+    assert_eq!(sieve.score(&game), Ok(111));
+    let claimed = json!({"moves": [17, 9, 15, 10, 14, 18, 12, 16], "score": 111});
+    assert_eq!(sieve.score(&claimed), Ok(111));
+    for (bad, says) in [
+        (
+            json!({"moves": [17, 9, 15, 10, 14, 18, 12, 16], "score": 112}),
+            "not 112",
+        ),
+        (json!({"moves": [17, 9]}), "not over"),
+        (json!({"moves": [17, 19]}), "not in 1..=N"),
+        (json!({"moves": [17, 13]}), "no proper divisor"),
+        (json!({"moves": [17, 9, 9]}), "already crossed out"),
+        (json!({"moves": [17, -1]}), "not a non-negative integer"),
+        (json!({"moves": "17 9"}), "expected"),
+        (json!([17, 9]), "expected"),
+        (
+            json!({"moves": (1..=10).collect::<Vec<u32>>()}),
+            "at most 9",
+        ),
+    ] {
+        let err = sieve.score(&bad).expect_err(&bad.to_string()).to_string();
+        assert!(err.contains(says), "{bad}: {err}");
+    }
+}
+
+#[test]
+fn render_and_parse_submission_round_trip() {
+    let sieve = exact(21);
+    let game = json!({"moves": [19, 9, 21, 15, 14, 18, 12, 20, 16]});
+    let text = sieve.render("144", Some(&game));
+    assert!(text.starts_with("19 9 21 15 14 18 12 20 16\n"), "{text}");
+    let back = sieve.parse_submission(&text).unwrap();
+    assert_eq!(sieve.score(&back), Ok(144));
+    assert_eq!(sieve.parse_submission(&game.to_string()).unwrap(), game);
+    assert!(sieve.parse_submission("19 nine").is_err());
+}
+
+#[test]
+fn parameters_are_validated_and_families_expand() {
+    let entry = lookup("sieve").unwrap();
+    assert!(entry.build(&json!({"n": 0})).is_err());
+    assert!(entry.build(&json!({"n": MAX_N + 1})).is_err());
+    assert!(entry.build(&json!({})).is_err());
+    assert!(entry.build(&json!({"n": 10, "seconds": 5})).is_err());
+    assert!(entry.build(&json!({"n": 10, "units": 0})).is_err());
+    let (canonical, _) = entry.build(&json!({"n": 10})).unwrap();
+    assert_eq!(canonical["n"], 10);
+    assert_eq!(entry.family(&json!({"n": 10})).unwrap(), None);
+    let members = entry
+        .family(&json!({"n_from": 5, "n_to": 8}))
+        .unwrap()
+        .unwrap();
+    let ns: Vec<u64> = members.iter().map(|m| m["n"].as_u64().unwrap()).collect();
+    assert_eq!(ns, [5, 6, 7, 8]);
+    for member in &members {
+        entry.build(member).unwrap();
+    }
+    assert!(entry.family(&json!({"n_from": 8, "n_to": 5})).is_err());
+    assert!(entry.family(&json!({"n_from": 5})).is_err());
+    assert!(entry
+        .family(&json!({"n": 3, "n_from": 5, "n_to": 6}))
+        .is_err());
+    assert!(entry.build(&json!({"n_from": 5, "n_to": 6})).is_err());
+}
+
+#[test]
+fn splitter_is_lazy_consistent_and_rejects_bad_cursors() {
+    // The tree under the starting game's score is small for N = 120: a handful of units.
+    let sieve = exact(120);
+    let all = sieve.split(None, usize::MAX).unwrap();
+    assert!(all.next.is_none());
+    assert!(all.units.len() > 2, "{} units", all.units.len());
+    let mut lazy = Vec::new();
+    let mut cursor: Option<Vec<u8>> = None;
+    loop {
+        let batch = sieve.split(cursor.as_deref(), 7).unwrap();
+        assert!(batch.units.len() <= 7);
+        lazy.extend(batch.units);
+        match batch.next {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+    }
+    assert_eq!(lazy, all.units);
+    assert!(sieve.split(Some(&[1, 2, 3]), 5).is_err());
+    assert!(sieve.split(Some(&u32::MAX.to_le_bytes()), 5).is_err());
+}
+
+#[test]
+fn solving_rejects_malformed_units() {
+    let sieve = exact(120);
+    let ctx = LocalContext::default();
+    for payload in [
+        vec![],
+        vec![9],
+        SieveUnit::Heuristic { seed: 1 }.encode(),
+        SieveUnit::Exact {
+            path: vec![60_000],
+            limit: None,
+        }
+        .encode(),
+        SieveUnit::Exact {
+            path: vec![0; 200],
+            limit: None,
+        }
+        .encode(),
+    ] {
+        assert!(sieve.solve(&payload, &ctx).is_err(), "{payload:?}");
+    }
+}
+
+/// A context that stops after a number of checkpoints, or asks for a split at every look
+/// and accepts every donation; it records nodes and the units donated.
+#[derive(Default)]
+struct Recorder {
+    bound: Option<i64>,
+    resume: Option<Vec<u8>>,
+    stop_after: Option<usize>,
+    split: bool,
+    cursors: Mutex<Vec<Vec<u8>>>,
+    donated: Mutex<Vec<Vec<u8>>>,
+    nodes: AtomicU64,
+    refused: AtomicBool,
+}
+
+impl SolveContext for Recorder {
+    fn resume_cursor(&self) -> Option<&[u8]> {
+        self.resume.as_deref()
+    }
+    fn bound(&self) -> Option<i64> {
+        self.bound
+    }
+    fn improve(&self, found: Scored) {
+        assert!(self.bound.is_none_or(|b| found.score > b));
+    }
+    fn progress(&self, nodes: u64, _fraction: Option<f64>) {
+        self.nodes.store(nodes, Ordering::Relaxed);
+    }
+    fn checkpoint(&self, cursor: Vec<u8>) {
+        self.cursors.lock().unwrap().push(cursor);
+    }
+    fn stop_requested(&self) -> bool {
+        self.stop_after
+            .is_some_and(|k| self.cursors.lock().unwrap().len() >= k)
+    }
+    fn split_requested(&self) -> bool {
+        self.split
+    }
+    fn donate(&self, units: Vec<UnitSpec>, _remaining: Vec<u8>) -> bool {
+        if self.refused.load(Ordering::Relaxed) {
+            return false;
+        }
+        self.donated
+            .lock()
+            .unwrap()
+            .extend(units.into_iter().map(|u| u.payload));
+        true
+    }
+}
+
+fn root_unit() -> Vec<u8> {
+    SieveUnit::Exact {
+        path: Vec::new(),
+        limit: None,
+    }
+    .encode()
+}
+
+#[test]
+fn donated_pieces_and_resumed_runs_cover_the_tree_exactly_once() {
+    // With the bound fixed at the optimum nothing is found and pruning does not depend on
+    // the visiting order, so node counts add up exactly when the pieces partition the tree.
+    let n = 120;
+    let sieve = exact(n);
+    let opt = 4593;
+    let whole = Recorder {
+        bound: Some(opt),
+        ..Default::default()
+    };
+    sieve.solve(&root_unit(), &whole).unwrap();
+    let total = whole.nodes.load(Ordering::Relaxed);
+    assert!(total > 300, "{total} nodes");
+
+    // Donation: every piece splits again whenever it can.
+    let mut queue = vec![root_unit()];
+    let mut nodes = 0;
+    let mut pieces = 0;
+    while let Some(payload) = queue.pop() {
+        let ctx = Recorder {
+            bound: Some(opt),
+            split: true,
+            ..Default::default()
+        };
+        let outcome = sieve.solve(&payload, &ctx).unwrap();
+        assert!(matches!(outcome, UnitOutcome::Searched { best: None, .. }));
+        nodes += ctx.nodes.load(Ordering::Relaxed);
+        pieces += 1;
+        queue.extend(ctx.donated.into_inner().unwrap());
+    }
+    assert!(pieces > 3, "{pieces} pieces");
+    assert_eq!(nodes, total);
+
+    // Stop and resume repeatedly from the last checkpoint.
+    let mut resume: Option<Vec<u8>> = None;
+    let mut nodes = 0;
+    let mut runs = 0;
+    loop {
+        let ctx = Recorder {
+            bound: Some(opt),
+            resume: resume.clone(),
+            stop_after: Some(1),
+            ..Default::default()
+        };
+        let outcome = sieve.solve(&root_unit(), &ctx).unwrap();
+        nodes += ctx.nodes.load(Ordering::Relaxed);
+        runs += 1;
+        match outcome {
+            UnitOutcome::Stopped => resume = ctx.cursors.into_inner().unwrap().pop(),
+            _ => break,
+        }
+    }
+    assert!(runs > 2, "{runs} runs");
+    assert_eq!(nodes, total);
+}
+
+#[test]
+fn a_refused_donation_keeps_the_work() {
+    let sieve = exact(120);
+    let ctx = Recorder {
+        split: true,
+        ..Default::default()
+    };
+    ctx.refused.store(true, Ordering::Relaxed);
+    match sieve.solve(&root_unit(), &ctx).unwrap() {
+        UnitOutcome::Searched {
+            best: Some(best), ..
+        } => assert_eq!(best.score, 4593),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn heuristic_mode_finds_a_valid_good_game() {
+    let sieve = Sieve::from_params(SieveParams {
+        n: Some(300),
+        n_from: None,
+        n_to: None,
+        heuristic: true,
+        seconds: Some(1),
+        units: Some(2),
+    })
+    .unwrap();
+    assert!(!sieve.exhaustive());
+    let batch = sieve.split(None, 10).unwrap();
+    assert_eq!(batch.units.len(), 2);
+    let ctx = LocalContext::default();
+    let UnitOutcome::Searched {
+        best: Some(best), ..
+    } = sieve.solve(&batch.units[1].payload, &ctx).unwrap()
+    else {
+        panic!("no game");
+    };
+    assert_eq!(sieve.score(&best.solution), Ok(best.score));
+    // Within 1% of the matching bound (an upper bound on the optimum).
+    let bound = search::Searcher::new(300).root_bound();
+    assert!(best.score * 100 >= bound * 99, "{} vs {bound}", best.score);
+    // Exact payloads are refused in heuristic mode.
+    assert!(sieve.solve(&root_unit(), &ctx).is_err());
+}
+
+proptest! {
+    #[test]
+    fn verifier_never_panics_and_agrees_with_replay(
+        n in 1u32..60,
+        moves in proptest::collection::vec(0u64..70, 0..30),
+    ) {
+        let sieve = exact(n);
+        let doc = json!({"moves": moves});
+        match sieve.score(&doc) {
+            Ok(score) => {
+                prop_assert_eq!(score as u64, moves.iter().sum::<u64>());
+                prop_assert_eq!(game::replay(n, &moves), Ok(score as u64));
+            }
+            Err(e) => prop_assert!(e.to_string().contains("sieve"), "{}", e),
+        }
+    }
+
+    #[test]
+    fn greedy_games_always_verify(n in 1u32..120, pick in any::<u64>()) {
+        // Play random legal moves until the game is over: the verifier must accept it.
+        let mut board = game::Board::new(n);
+        let mut moves = Vec::new();
+        let mut state = pick | 1;
+        loop {
+            let legal: Vec<u32> = (2..=n).filter(|&k| board.legal(k)).collect();
+            if legal.is_empty() {
+                break;
+            }
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let k = legal[(state % legal.len() as u64) as usize];
+            board.play(k);
+            moves.push(u64::from(k));
+        }
+        let sieve = exact(n);
+        prop_assert_eq!(sieve.score(&json!({"moves": moves})), Ok(moves.iter().sum::<u64>() as i64));
+    }
+
+    #[test]
+    fn arbitrary_json_is_rejected_cleanly(text in "\\PC{0,40}") {
+        let sieve = exact(30);
+        if let Ok(doc) = sieve.parse_submission(&text) {
+            let _ = sieve.score(&doc);
+        }
+    }
+}
