@@ -132,6 +132,7 @@ pub fn registry() -> &'static [ProblemEntry] {
         ProblemEntry::of::<problems::nimsquare::NimSquare>(),
         ProblemEntry::of::<problems::topswops::Topswops>(),
         ProblemEntry::of::<problems::housie::Housie>(),
+        ProblemEntry::of::<problems::grid::Grid>(),
     ];
     REGISTRY
 }
