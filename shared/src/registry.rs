@@ -133,6 +133,7 @@ pub fn registry() -> &'static [ProblemEntry] {
         ProblemEntry::of::<problems::topswops::Topswops>(),
         ProblemEntry::of::<problems::housie::Housie>(),
         ProblemEntry::of::<problems::sieve::Sieve>(),
+        ProblemEntry::of::<problems::grid::Grid>(),
     ];
     REGISTRY
 }

@@ -1,5 +1,6 @@
 //! Every problem grind can run, one module each.
 
+pub mod grid;
 pub mod housie;
 pub mod nimsquare;
 pub mod primes;

@@ -1,0 +1,587 @@
+//! The exact solver: branch-and-cut on the sparse grid graph.
+//!
+//! A walk visiting every city, plus a dummy vertex joined to its two ends, is a connected
+//! multigraph with even degrees in which each bridge is crossed 0, 1 or 2 times (a third
+//! crossing can always be dropped with a second one). The LP relaxation has one column per
+//! bridge (`x_e` in [0, 2], cost c_e) and one per city (`y_v` in [0, 1], the dummy edge),
+//! `sum y = 2`, and the connectivity cuts `x(delta(S)) + y(S) >= 2` for every set S of
+//! cities, separated by minimum cuts; its optimum is the subtour (Held-Karp) bound of the
+//! free-ends path TSP on the metric closure. Branching fixes fractional columns and, at
+//! integral points with an odd degree d at some city, splits on degree <= d-1 or >= d+1.
+//! The LP is `microlp` (pure Rust), re-solved warm by its dual simplex after each edit.
+
+use microlp::{ComparisonOp, LinearExpr, OptimizationDirection, Solution, Variable};
+use std::time::{Duration, Instant};
+
+use super::cuts::Support;
+use super::euler::walk_from_crossings;
+use super::instance::Instance;
+use super::unit::{ExactUnit, Restriction, Subproblem, Target};
+use crate::problem::ProblemError;
+
+const EPS: f64 = 1e-6;
+/// Cuts added per separation round at most.
+const CUTS_PER_ROUND: usize = 40;
+
+/// What the search reports to and asks of its caller (the unit's solve context).
+pub trait Hooks {
+    /// The best walk cost known anywhere (only strictly better walks are searched for).
+    fn incumbent(&self) -> Option<u64>;
+    /// A walk better than every incumbent seen so far.
+    fn improved(&self, walk: &[usize], cost: u64);
+    /// Called before each node with the open subproblems (the node's first); returns what
+    /// to do. `donate` gets the subproblems to hand away and returns true when accepted.
+    fn tick(&self, nodes: u64, open: &dyn Fn() -> Vec<Subproblem>) -> Tick;
+    /// When the caller wants work donated: returns true if `give` was handed over (and the
+    /// search keeps only `keep`).
+    fn donate(&self, give: Vec<Subproblem>, keep: Vec<Subproblem>) -> bool;
+    /// True when the caller would like a donation now.
+    fn wants_donation(&self) -> bool;
+}
+
+/// What [`Hooks::tick`] asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tick {
+    /// Keep searching.
+    Continue,
+    /// Stop now (the caller has saved the open subproblems).
+    Stop,
+}
+
+/// How a search ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SearchEnd {
+    /// Every subproblem was searched.
+    Finished {
+        /// Nodes processed.
+        nodes: u64,
+        /// The root LP bound (rounded up) of the first subproblem, when it was solved.
+        root_bound: Option<u64>,
+    },
+    /// Stopped at the caller's request.
+    Stopped,
+}
+
+/// The LP model of one grid: column handles and the base rows.
+struct Model<'a> {
+    grid: &'a Instance,
+    x: Vec<Variable>,
+    y: Vec<Variable>,
+    problem: microlp::Problem,
+}
+
+impl<'a> Model<'a> {
+    fn new(grid: &'a Instance) -> Model<'a> {
+        let mut problem = microlp::Problem::new(OptimizationDirection::Minimize);
+        let x: Vec<Variable> = grid
+            .bridges()
+            .iter()
+            .map(|b| problem.add_var(f64::from(b.cost), (0.0, 2.0)))
+            .collect();
+        let y: Vec<Variable> = (0..grid.cities())
+            .map(|_| problem.add_var(0.0, (0.0, 1.0)))
+            .collect();
+        problem.add_constraint(
+            y.iter().map(|&v| (v, 1.0)).collect::<LinearExpr>(),
+            ComparisonOp::Eq,
+            2.0,
+        );
+        let mut model = Model {
+            grid,
+            x,
+            y,
+            problem,
+        };
+        for city in 0..grid.cities() {
+            let expr = model.degree_expr(city);
+            model.problem.add_constraint(expr, ComparisonOp::Ge, 2.0);
+        }
+        model
+    }
+
+    fn degree_expr(&self, city: usize) -> LinearExpr {
+        let mut expr: LinearExpr = self
+            .grid
+            .neighbours(city)
+            .iter()
+            .map(|&(_, bridge)| (self.x[bridge], 1.0))
+            .collect();
+        expr.add(self.y[city], 1.0);
+        expr
+    }
+
+    fn cut_expr(&self, set: &[usize], inside: &mut [bool]) -> LinearExpr {
+        for &v in set {
+            inside[v] = true;
+        }
+        let mut expr = LinearExpr::empty();
+        for (index, bridge) in self.grid.bridges().iter().enumerate() {
+            if inside[bridge.a] != inside[bridge.b] {
+                expr.add(self.x[index], 1.0);
+            }
+        }
+        for &v in set {
+            expr.add(self.y[v], 1.0);
+            inside[v] = false;
+        }
+        expr
+    }
+
+    fn restriction_row(&self, r: &Restriction) -> (LinearExpr, ComparisonOp, f64) {
+        let expr = match r.target {
+            Target::Bridge(i) => [(self.x[i as usize], 1.0)].into_iter().collect(),
+            Target::End(i) => [(self.y[i as usize], 1.0)].into_iter().collect(),
+            Target::Degree(i) => self.degree_expr(i as usize),
+        };
+        let op = if r.upper {
+            ComparisonOp::Le
+        } else {
+            ComparisonOp::Ge
+        };
+        (expr, op, f64::from(r.value))
+    }
+}
+
+/// Maps microlp's answer: `Ok(None)` when infeasible.
+fn outcome(
+    result: Result<microlp::SolveOutcome, microlp::Error>,
+) -> Result<Option<Solution>, ProblemError> {
+    match result {
+        Ok(outcome) => outcome
+            .into_solution()
+            .map(Some)
+            .map_err(|_| ProblemError::Solver("grid: the LP was interrupted".into())),
+        Err(microlp::Error::Infeasible) => Ok(None),
+        Err(e) => Err(ProblemError::Solver(format!("grid: LP failed: {e}"))),
+    }
+}
+
+/// A node waiting on the DFS stack.
+struct Open {
+    /// The parent's LP (with its cuts), to which `pending` is added; `None` to rebuild.
+    base: Option<Solution>,
+    pending: Option<Restriction>,
+    /// The parent's LP value (a lower bound for this node).
+    bound: f64,
+    restrictions: Subproblem,
+}
+
+/// The branch-and-cut search over one unit.
+pub struct Search<'a> {
+    grid: &'a Instance,
+    model: Model<'a>,
+    hooks: &'a dyn Hooks,
+    /// Cuts found so far (city sets), reused across nodes.
+    pool: Vec<Vec<usize>>,
+    best: Option<u64>,
+    nodes: u64,
+    inside: Vec<bool>,
+}
+
+impl<'a> Search<'a> {
+    /// A search on `grid` reporting to `hooks`.
+    pub fn new(grid: &'a Instance, hooks: &'a dyn Hooks) -> Search<'a> {
+        Search {
+            grid,
+            model: Model::new(grid),
+            hooks,
+            pool: Vec::new(),
+            best: None,
+            nodes: 0,
+            inside: vec![false; grid.cities()],
+        }
+    }
+
+    fn upper(&self) -> Option<u64> {
+        match (self.best, self.hooks.incumbent()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// True when an LP value `lp` cannot lead to a walk cheaper than the incumbent.
+    fn pruned(&self, lp: f64) -> bool {
+        self.upper()
+            .is_some_and(|ub| (lp - EPS).ceil() >= ub as f64)
+    }
+
+    /// Searches every subproblem of `unit`.
+    pub fn run(&mut self, unit: ExactUnit) -> Result<SearchEnd, ProblemError> {
+        if self.grid.cities() == 1 {
+            if self.upper().is_none_or(|ub| ub > 0) {
+                self.best = Some(0);
+                self.hooks.improved(&[0], 0);
+            }
+            return Ok(SearchEnd::Finished {
+                nodes: 1,
+                root_bound: Some(0),
+            });
+        }
+        let mut stack: Vec<Open> = unit
+            .subproblems
+            .into_iter()
+            .rev()
+            .map(|restrictions| Open {
+                base: None,
+                pending: None,
+                bound: f64::NEG_INFINITY,
+                restrictions,
+            })
+            .collect();
+        let mut root_bound = None;
+        let first_node = self.nodes;
+        while let Some(open) = stack.pop() {
+            let tick = self.hooks.tick(self.nodes, &|| {
+                std::iter::once(open.restrictions.clone())
+                    .chain(stack.iter().rev().map(|o| o.restrictions.clone()))
+                    .collect()
+            });
+            if tick == Tick::Stop {
+                return Ok(SearchEnd::Stopped);
+            }
+            if stack.len() >= 2 && self.hooks.wants_donation() {
+                let give_count = stack.len().div_ceil(2).min(16);
+                let give: Vec<Subproblem> = stack[..give_count]
+                    .iter()
+                    .map(|o| o.restrictions.clone())
+                    .collect();
+                let keep: Vec<Subproblem> = std::iter::once(open.restrictions.clone())
+                    .chain(
+                        stack[give_count..]
+                            .iter()
+                            .rev()
+                            .map(|o| o.restrictions.clone()),
+                    )
+                    .collect();
+                if self.hooks.donate(give, keep) {
+                    stack.drain(..give_count);
+                }
+            }
+            if self.pruned(open.bound) {
+                continue;
+            }
+            self.nodes += 1;
+            let solution = match (open.base, open.pending) {
+                (Some(base), Some(r)) => {
+                    let (expr, op, rhs) = self.model.restriction_row(&r);
+                    outcome(base.add_constraint(expr, op, rhs))?
+                }
+                _ => self.build(&open.restrictions)?,
+            };
+            let Some(solution) = solution else { continue };
+            let Some(solution) = self.separate(solution)? else {
+                continue;
+            };
+            let value = solution.objective();
+            if self.nodes == first_node + 1 {
+                root_bound = Some((value - EPS).ceil().max(0.0) as u64);
+            }
+            if self.pruned(value) {
+                continue;
+            }
+            match self.branch_on(&solution)? {
+                Branch::Feasible(walk, cost) => {
+                    if self.upper().is_none_or(|ub| cost < ub) {
+                        self.best = Some(cost);
+                        self.hooks.improved(&walk, cost);
+                    }
+                }
+                Branch::Split(down, up) => {
+                    // Explore `down` first: push `up` below it.
+                    for r in [up, down] {
+                        let mut restrictions = open.restrictions.clone();
+                        restrictions.push(r);
+                        stack.push(Open {
+                            base: Some(solution.clone()),
+                            pending: Some(r),
+                            bound: value,
+                            restrictions,
+                        });
+                    }
+                }
+            }
+        }
+        Ok(SearchEnd::Finished {
+            nodes: self.nodes,
+            root_bound,
+        })
+    }
+
+    /// The LP of a subproblem built from scratch.
+    fn build(&self, restrictions: &[Restriction]) -> Result<Option<Solution>, ProblemError> {
+        let mut problem = self.model.problem.clone();
+        for r in restrictions {
+            let (expr, op, rhs) = self.model.restriction_row(r);
+            problem.add_constraint(expr, op, rhs);
+        }
+        outcome(problem.solve())
+    }
+
+    /// Adds violated cuts until none is left (or the node is pruned); `None` if infeasible.
+    fn separate(&mut self, mut solution: Solution) -> Result<Option<Solution>, ProblemError> {
+        loop {
+            if self.pruned(solution.objective()) {
+                return Ok(Some(solution));
+            }
+            let cuts = self.violated_cuts(&solution);
+            if cuts.is_empty() {
+                return Ok(Some(solution));
+            }
+            for set in cuts {
+                let expr = self.model.cut_expr(&set, &mut self.inside);
+                match outcome(solution.add_constraint(expr, ComparisonOp::Ge, 2.0))? {
+                    Some(next) => solution = next,
+                    None => return Ok(None),
+                }
+            }
+        }
+    }
+
+    /// Violated connectivity cuts of the LP point: from the pool first, then new ones.
+    fn violated_cuts(&mut self, solution: &Solution) -> Vec<Vec<usize>> {
+        let cities = self.grid.cities();
+        let xs: Vec<f64> = self
+            .model
+            .x
+            .iter()
+            .map(|&v| solution.var_value(v))
+            .collect();
+        let ys: Vec<f64> = self
+            .model
+            .y
+            .iter()
+            .map(|&v| solution.var_value(v))
+            .collect();
+        let mut found: Vec<Vec<usize>> = Vec::new();
+        for set in &self.pool {
+            if cut_value(self.grid, &mut self.inside, set, &xs, &ys) < 2.0 - EPS {
+                found.push(set.clone());
+                if found.len() >= CUTS_PER_ROUND {
+                    return found;
+                }
+            }
+        }
+        if !found.is_empty() {
+            return found;
+        }
+        let mut support = Support::new(cities + 1);
+        for (bridge, &x) in self.grid.bridges().iter().zip(&xs) {
+            support.add(bridge.a, bridge.b, x);
+        }
+        for (city, &y) in ys.iter().enumerate() {
+            support.add(city, cities, y);
+        }
+        let components = support.components(EPS);
+        let candidates = if components.len() > 1 {
+            components
+        } else {
+            support.light_cuts(2.0 - EPS)
+        };
+        for set in candidates {
+            // The side without the dummy vertex.
+            let set: Vec<usize> = if set.contains(&cities) {
+                let mut member = vec![false; cities + 1];
+                for &v in &set {
+                    member[v] = true;
+                }
+                (0..cities).filter(|&v| !member[v]).collect()
+            } else {
+                set
+            };
+            if set.is_empty() || set.len() == cities {
+                continue;
+            }
+            let mut sorted = set;
+            sorted.sort_unstable();
+            if cut_value(self.grid, &mut self.inside, &sorted, &xs, &ys) < 2.0 - EPS
+                && !found.contains(&sorted)
+            {
+                found.push(sorted);
+                if found.len() >= CUTS_PER_ROUND {
+                    break;
+                }
+            }
+        }
+        self.pool.extend(found.iter().cloned());
+        found
+    }
+}
+
+/// `x(delta(S)) + y(S)` at the LP point (`inside` is all false, and left so).
+fn cut_value(grid: &Instance, inside: &mut [bool], set: &[usize], xs: &[f64], ys: &[f64]) -> f64 {
+    {
+        for &v in set {
+            inside[v] = true;
+        }
+        let mut total = 0.0;
+        for &v in set {
+            total += ys[v];
+            for &(u, bridge) in grid.neighbours(v) {
+                if !inside[u] {
+                    total += xs[bridge];
+                }
+            }
+        }
+        for &v in set {
+            inside[v] = false;
+        }
+        total
+    }
+}
+
+impl Search<'_> {
+    /// The branching decision at a cut-feasible LP point.
+    fn branch_on(&self, solution: &Solution) -> Result<Branch, ProblemError> {
+        let mut best: Option<(f64, Target, f64)> = None;
+        let columns = self
+            .model
+            .x
+            .iter()
+            .enumerate()
+            .map(|(i, &v)| {
+                (
+                    Target::Bridge(i as u32),
+                    v,
+                    f64::from(self.grid.bridges()[i].cost),
+                )
+            })
+            .chain(
+                self.model
+                    .y
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &v)| (Target::End(i as u32), v, 0.0)),
+            );
+        for (target, var, cost) in columns {
+            let value = solution.var_value(var);
+            let frac = value - value.floor();
+            if frac > EPS && frac < 1.0 - EPS {
+                // Most fractional first; ties to the dearer bridge.
+                let score = frac.min(1.0 - frac) * 1000.0 + cost;
+                if best.is_none_or(|(s, _, _)| score > s) {
+                    best = Some((score, target, value));
+                }
+            }
+        }
+        if let Some((_, target, value)) = best {
+            return Ok(Branch::Split(
+                Restriction {
+                    target,
+                    upper: true,
+                    value: value.floor() as u8,
+                },
+                Restriction {
+                    target,
+                    upper: false,
+                    value: value.ceil() as u8,
+                },
+            ));
+        }
+        // Integral: check the degrees.
+        let crossings: Vec<u8> = self
+            .model
+            .x
+            .iter()
+            .map(|&v| solution.var_value(v).round() as u8)
+            .collect();
+        let ends: Vec<usize> = self
+            .model
+            .y
+            .iter()
+            .enumerate()
+            .filter(|(_, &v)| solution.var_value(v).round() as u8 == 1)
+            .map(|(i, _)| i)
+            .collect();
+        for city in 0..self.grid.cities() {
+            let degree: u32 = self
+                .grid
+                .neighbours(city)
+                .iter()
+                .map(|&(_, b)| u32::from(crossings[b]))
+                .sum::<u32>()
+                + u32::from(ends.contains(&city));
+            if degree % 2 == 1 {
+                let d = degree as u8;
+                return Ok(Branch::Split(
+                    Restriction {
+                        target: Target::Degree(city as u32),
+                        upper: true,
+                        value: d - 1,
+                    },
+                    Restriction {
+                        target: Target::Degree(city as u32),
+                        upper: false,
+                        value: d + 1,
+                    },
+                ));
+            }
+        }
+        let cost: u64 = crossings
+            .iter()
+            .zip(self.grid.bridges())
+            .map(|(&x, b)| u64::from(x) * u64::from(b.cost))
+            .sum();
+        let walk = match ends.as_slice() {
+            [a, b] => walk_from_crossings(self.grid, &crossings, [*a, *b]),
+            _ => None,
+        };
+        // A cut-feasible integral point with even degrees and two ends always has an Euler
+        // walk; anything else is a numerical failure of the LP.
+        walk.map(|walk| Branch::Feasible(walk, cost))
+            .ok_or_else(|| ProblemError::Solver("grid: an integral LP point is not a walk".into()))
+    }
+}
+
+enum Branch {
+    Feasible(Vec<usize>, u64),
+    Split(Restriction, Restriction),
+}
+
+/// Hooks for a plain local solve: no sharing, no stopping.
+#[derive(Default)]
+pub struct LocalHooks {
+    best: std::sync::Mutex<Option<(Vec<usize>, u64)>>,
+    /// Stop after this much time (the search then ends with [`SearchEnd::Stopped`]).
+    pub time_limit: Option<Duration>,
+    started: std::sync::OnceLock<Instant>,
+}
+
+impl LocalHooks {
+    /// Hooks starting from a known walk.
+    pub fn with_incumbent(walk: Vec<usize>, cost: u64) -> LocalHooks {
+        LocalHooks {
+            best: std::sync::Mutex::new(Some((walk, cost))),
+            ..Default::default()
+        }
+    }
+
+    /// The best walk seen.
+    pub fn best(&self) -> Option<(Vec<usize>, u64)> {
+        self.best.lock().expect("poisoned").clone()
+    }
+}
+
+impl Hooks for LocalHooks {
+    fn incumbent(&self) -> Option<u64> {
+        self.best.lock().expect("poisoned").as_ref().map(|b| b.1)
+    }
+    fn improved(&self, walk: &[usize], cost: u64) {
+        let mut best = self.best.lock().expect("poisoned");
+        if best.as_ref().is_none_or(|b| cost < b.1) {
+            *best = Some((walk.to_vec(), cost));
+        }
+    }
+    fn tick(&self, _nodes: u64, _open: &dyn Fn() -> Vec<Subproblem>) -> Tick {
+        let started = *self.started.get_or_init(Instant::now);
+        match self.time_limit {
+            Some(limit) if started.elapsed() > limit => Tick::Stop,
+            _ => Tick::Continue,
+        }
+    }
+    fn donate(&self, _give: Vec<Subproblem>, _keep: Vec<Subproblem>) -> bool {
+        false
+    }
+    fn wants_donation(&self) -> bool {
+        false
+    }
+}

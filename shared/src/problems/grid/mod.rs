@@ -1,0 +1,458 @@
+//! `grid`: Mikero's grid puzzle (issue 6). An n x n grid of cities joined by bridges with
+//! positive costs; start anywhere, cross bridges (each crossing paid, reuse allowed) and stop
+//! on entering the last unvisited city. Minimise the total cost.
+//!
+//! Two strategies:
+//! - `exact` (default): branch-and-cut on the sparse grid graph ([`exact`]), seeded by a
+//!   local-search incumbent ([`heuristic`]). Units are lists of branch-and-bound subproblems
+//!   ([`unit`]): one root unit that donates open subproblems to idle workers, or
+//!   (`--split endpoints`) one unit per smallest walk end. Finishing every unit proves the
+//!   optimum.
+//! - `tree`: the seed's best-first search over spanning trees ([`tree`]), run by the engine's
+//!   expansion units: each unit is a tree, its result is the tree's neighbours, granted best
+//!   first. A heuristic: it cannot see walks whose bridges contain a cycle.
+
+pub mod closure;
+pub mod cuts;
+pub mod euler;
+pub mod exact;
+pub mod heuristic;
+pub mod instance;
+pub mod tree;
+pub mod unit;
+pub mod verify;
+
+use clap::{Args, ValueEnum};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use crate::problem::{
+    Objective, Problem, ProblemError, Scored, SolveContext, SplitBatch, UnitOutcome, UnitSpec,
+};
+use crate::registry::ProblemDef;
+use closure::Closure;
+use exact::{Hooks, Search, SearchEnd, Tick};
+use instance::Instance;
+use tree::Tree;
+use unit::{ExactUnit, Subproblem};
+
+/// How often a running exact unit saves a checkpoint.
+const CHECKPOINT_EVERY: Duration = Duration::from_secs(5);
+/// Most neighbours one tree expansion hands back (the best ones).
+pub const TREE_CHILDREN: usize = 64;
+
+/// Which search a campaign runs.
+#[derive(ValueEnum, Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Strategy {
+    /// Branch-and-cut: proves the optimum.
+    #[default]
+    Exact,
+    /// Best-first search over spanning trees (the seed's method; no proof).
+    Tree,
+}
+
+/// How the exact strategy splits the campaign into units.
+#[derive(ValueEnum, Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum SplitMode {
+    /// One unit for the whole search; running units donate subtrees to idle workers.
+    #[default]
+    Root,
+    /// One unit per city k: walks with an end at k and none at a smaller city.
+    Endpoints,
+}
+
+/// Parameters: an instance file, or a generated instance (`--size n --seed S`).
+#[derive(Args, Serialize, Deserialize, Clone, Debug)]
+pub struct GridParams {
+    /// Instance file (issue 6's format); its text is stored with the campaign.
+    #[arg(long, conflicts_with = "seed")]
+    #[serde(default)]
+    pub file: Option<String>,
+    /// Side n of a generated instance (with --seed), or the file's side.
+    #[arg(long)]
+    #[serde(default)]
+    pub size: Option<u32>,
+    /// Seed of the splitmix64 generator (with --size).
+    #[arg(long)]
+    #[serde(default)]
+    pub seed: Option<u64>,
+    /// Search strategy.
+    #[arg(long, value_enum, default_value_t = Strategy::Exact)]
+    #[serde(default)]
+    pub strategy: Strategy,
+    /// Unit split of the exact strategy.
+    #[arg(long, value_enum, default_value_t = SplitMode::Root)]
+    #[serde(default)]
+    pub split: SplitMode,
+    /// The instance text (filled in from --file; workers never read files).
+    #[arg(skip)]
+    #[serde(default)]
+    pub instance: Option<String>,
+}
+
+/// A grid puzzle campaign.
+pub struct Grid {
+    params: GridParams,
+    grid: Instance,
+    /// A proven lower bound for any walk: the minimum spanning tree's weight.
+    tree_bound: u64,
+}
+
+impl ProblemDef for Grid {
+    const NAME: &'static str = "grid";
+    const ABOUT: &'static str =
+        "Mikero's grid puzzle: the cheapest walk visiting every city of a grid, proven";
+    const SOLVER_VERSION: u32 = 1;
+    type Params = GridParams;
+
+    fn from_params(mut params: GridParams) -> Result<Self, ProblemError> {
+        let invalid = |why: &str| ProblemError::InvalidParams(format!("grid: {why}"));
+        let grid = match (&params.instance, &params.file, params.seed) {
+            (Some(text), _, None) => Instance::parse(text)?,
+            (None, Some(path), None) => {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| invalid(&format!("cannot read --file {path}: {e}")))?;
+                let grid = Instance::parse(&text)?;
+                params.instance = Some(grid.to_text());
+                grid
+            }
+            (None, None, Some(seed)) => {
+                let size = params.size.ok_or_else(|| invalid("--seed needs --size"))?;
+                Instance::generate(size as usize, seed)?
+            }
+            (None, None, None) => {
+                return Err(invalid("give --file PATH, or --size n --seed S"));
+            }
+            (_, _, Some(_)) => return Err(invalid("--seed goes with --size, not a file")),
+        };
+        if params.size.is_some_and(|n| n as usize != grid.side()) {
+            return Err(invalid(&format!(
+                "--size {} does not match the instance's side {}",
+                params.size.unwrap_or(0),
+                grid.side()
+            )));
+        }
+        params.size = Some(grid.side() as u32);
+        let tree_bound = Tree::minimum(&grid).weight(&grid);
+        Ok(Grid {
+            params,
+            grid,
+            tree_bound,
+        })
+    }
+
+    fn canonical(&self) -> Option<GridParams> {
+        Some(self.params.clone())
+    }
+}
+
+impl Grid {
+    /// The instance.
+    pub fn instance(&self) -> &Instance {
+        &self.grid
+    }
+
+    fn scored(&self, walk: &[usize], cost: u64) -> Scored {
+        Scored {
+            solution: verify::solution(walk, cost, self.tree_bound.min(cost)),
+            score: cost as i64,
+        }
+    }
+
+    fn solve_exact(
+        &self,
+        payload: &[u8],
+        ctx: &dyn SolveContext,
+    ) -> Result<UnitOutcome, ProblemError> {
+        let (bridges, cities) = (self.grid.bridges().len(), self.grid.cities());
+        let mut unit = ExactUnit::decode(payload, bridges, cities)?;
+        if let Some(cursor) = ctx.resume_cursor() {
+            unit = ExactUnit::decode(cursor, bridges, cities)?;
+        }
+        let hooks = ContextHooks {
+            grid: self,
+            ctx,
+            best: Mutex::new(None),
+            // The first node saves a checkpoint at once.
+            last_checkpoint: Mutex::new(None),
+        };
+        if ctx.bound().is_none() {
+            let closure = Closure::new(&self.grid);
+            let (order, _) = heuristic::best_order(&closure, heuristic_kicks(cities), 1);
+            let (walk, cost) = closure.walk_of(&order);
+            hooks.improved(&walk, cost);
+        }
+        let end = Search::new(&self.grid, &hooks).run(unit)?;
+        if end == SearchEnd::Stopped {
+            return Ok(UnitOutcome::Stopped);
+        }
+        let best = hooks.best.into_inner().expect("poisoned");
+        Ok(UnitOutcome::Searched {
+            best: best.map(|(walk, cost)| self.scored(&walk, cost)),
+            hits: Vec::new(),
+        })
+    }
+
+    fn solve_tree(
+        &self,
+        payload: &[u8],
+        ctx: &dyn SolveContext,
+    ) -> Result<UnitOutcome, ProblemError> {
+        let tree = Tree::decode(&self.grid, payload)?;
+        let mut scored: Vec<(u64, Tree)> = tree
+            .neighbours(&self.grid)
+            .into_iter()
+            .map(|next| (next.best_walk(&self.grid).1, next))
+            .collect();
+        scored.sort_by_key(|(score, _)| *score);
+        scored.truncate(TREE_CHILDREN);
+        ctx.progress(scored.len() as u64, Some(1.0));
+        // The unit's own tree and its best neighbour: report whichever beats the bound.
+        let mut best: Option<(Vec<usize>, u64)> = Some(tree.best_walk(&self.grid));
+        if let Some((_, next)) = scored.first() {
+            let candidate = next.best_walk(&self.grid);
+            if best.as_ref().is_none_or(|b| candidate.1 < b.1) {
+                best = Some(candidate);
+            }
+        }
+        let best = best
+            .filter(|(_, cost)| ctx.bound().is_none_or(|b| (*cost as i64) < b))
+            .map(|(walk, cost)| self.scored(&walk, cost));
+        let children = scored
+            .into_iter()
+            .map(|(score, next)| UnitSpec {
+                label: format!("tree scoring {score}"),
+                payload: next.encode(),
+            })
+            .collect();
+        Ok(UnitOutcome::Expanded { best, children })
+    }
+}
+
+/// A locally solved instance.
+#[derive(Clone, Debug)]
+pub struct Solved {
+    /// The best walk found.
+    pub walk: Vec<usize>,
+    /// Its cost.
+    pub cost: u64,
+    /// True when the search finished: `cost` is then the proven optimum.
+    pub proven: bool,
+    /// Branch-and-cut nodes processed.
+    pub nodes: u64,
+    /// The root LP bound, rounded up.
+    pub root_bound: Option<u64>,
+}
+
+/// Solves `grid` on this thread: heuristic incumbent, then branch-and-cut, stopping after
+/// `time_limit` if given.
+pub fn solve_instance(
+    grid: &Instance,
+    time_limit: Option<Duration>,
+) -> Result<Solved, ProblemError> {
+    let closure = Closure::new(grid);
+    let (order, _) = heuristic::best_order(&closure, heuristic_kicks(grid.cities()), 1);
+    let (walk, cost) = closure.walk_of(&order);
+    let mut hooks = exact::LocalHooks::with_incumbent(walk, cost);
+    hooks.time_limit = time_limit;
+    let end = Search::new(grid, &hooks).run(ExactUnit::root())?;
+    let (walk, cost) = hooks.best().expect("an incumbent exists");
+    let (proven, nodes, root_bound) = match end {
+        SearchEnd::Finished { nodes, root_bound } => (true, nodes, root_bound),
+        SearchEnd::Stopped => (false, 0, None),
+    };
+    Ok(Solved {
+        walk,
+        cost,
+        proven,
+        nodes,
+        root_bound,
+    })
+}
+
+/// Iterated local search effort for a grid of `cities` cities.
+pub fn heuristic_kicks(cities: usize) -> usize {
+    (cities / 2).clamp(20, 300)
+}
+
+/// Connects the exact search to the worker: bound, improvements, checkpoints, stop, donation.
+struct ContextHooks<'a> {
+    grid: &'a Grid,
+    ctx: &'a dyn SolveContext,
+    best: Mutex<Option<(Vec<usize>, u64)>>,
+    last_checkpoint: Mutex<Option<Instant>>,
+}
+
+impl Hooks for ContextHooks<'_> {
+    fn incumbent(&self) -> Option<u64> {
+        let mine = self.best.lock().expect("poisoned").as_ref().map(|b| b.1);
+        let shared = self.ctx.bound().map(|b| b.max(0) as u64);
+        match (mine, shared) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    fn improved(&self, walk: &[usize], cost: u64) {
+        {
+            let mut best = self.best.lock().expect("poisoned");
+            if best.as_ref().is_some_and(|b| b.1 <= cost) {
+                return;
+            }
+            *best = Some((walk.to_vec(), cost));
+        }
+        if self.ctx.bound().is_none_or(|b| (cost as i64) < b) {
+            self.ctx.improve(self.grid.scored(walk, cost));
+        }
+    }
+
+    fn tick(&self, nodes: u64, open: &dyn Fn() -> Vec<Subproblem>) -> Tick {
+        self.ctx.progress(nodes, None);
+        let stop = self.ctx.stop_requested();
+        let mut last = self.last_checkpoint.lock().expect("poisoned");
+        if stop || last.is_none_or(|at| at.elapsed() >= CHECKPOINT_EVERY) {
+            self.ctx.checkpoint(
+                ExactUnit {
+                    subproblems: open(),
+                }
+                .encode(),
+            );
+            *last = Some(Instant::now());
+        }
+        if stop {
+            Tick::Stop
+        } else {
+            Tick::Continue
+        }
+    }
+
+    fn donate(&self, give: Vec<Subproblem>, keep: Vec<Subproblem>) -> bool {
+        let units = give
+            .into_iter()
+            .map(|sub| {
+                let unit = ExactUnit {
+                    subproblems: vec![sub],
+                };
+                UnitSpec {
+                    label: unit.label(),
+                    payload: unit.encode(),
+                }
+            })
+            .collect();
+        self.ctx
+            .donate(units, ExactUnit { subproblems: keep }.encode())
+    }
+
+    fn wants_donation(&self) -> bool {
+        self.ctx.split_requested()
+    }
+}
+
+impl Problem for Grid {
+    fn objective(&self) -> Objective {
+        Objective::Min
+    }
+
+    fn exhaustive(&self) -> bool {
+        self.params.strategy == Strategy::Exact
+    }
+
+    fn split(&self, cursor: Option<&[u8]>, max_units: usize) -> Result<SplitBatch, ProblemError> {
+        let done = SplitBatch {
+            units: Vec::new(),
+            next: None,
+        };
+        let root = |payload: Vec<u8>, label: String| SplitBatch {
+            units: vec![UnitSpec { label, payload }],
+            next: None,
+        };
+        match (self.params.strategy, self.params.split) {
+            (Strategy::Tree, _) => Ok(match cursor {
+                Some(_) => done,
+                None => root(
+                    Tree::minimum(&self.grid).encode(),
+                    "minimum spanning tree".into(),
+                ),
+            }),
+            (Strategy::Exact, SplitMode::Root) => Ok(match cursor {
+                Some(_) => done,
+                None => root(ExactUnit::root().encode(), ExactUnit::root().label()),
+            }),
+            (Strategy::Exact, SplitMode::Endpoints) => {
+                let start = match cursor {
+                    None => 0,
+                    Some(bytes) => {
+                        let [k] = crate::problem::codec::decode_u64s::<1>(bytes, "grid cursor")?;
+                        k as usize
+                    }
+                };
+                let cities = self.grid.cities();
+                if cities == 1 {
+                    return Ok(if start == 0 {
+                        root(ExactUnit::root().encode(), ExactUnit::root().label())
+                    } else {
+                        done
+                    });
+                }
+                // The largest city is never the smaller end: its class is empty.
+                let end = (start + max_units.max(1)).min(cities - 1);
+                let units = (start..end)
+                    .map(|k| {
+                        let unit = ExactUnit::endpoint_class(k);
+                        UnitSpec {
+                            label: unit.label(),
+                            payload: unit.encode(),
+                        }
+                    })
+                    .collect();
+                let next =
+                    (end < cities - 1).then(|| crate::problem::codec::encode_u64s(&[end as u64]));
+                Ok(SplitBatch { units, next })
+            }
+        }
+    }
+
+    fn solve(&self, payload: &[u8], ctx: &dyn SolveContext) -> Result<UnitOutcome, ProblemError> {
+        match self.params.strategy {
+            Strategy::Exact => self.solve_exact(payload, ctx),
+            Strategy::Tree => self.solve_tree(payload, ctx),
+        }
+    }
+
+    fn score(&self, solution: &Value) -> Result<i64, ProblemError> {
+        verify::score(&self.grid, solution).map(|cost| cost as i64)
+    }
+
+    fn child_priority(&self, parent: &[u8], child: &[u8]) -> Result<i64, ProblemError> {
+        if self.params.strategy != Strategy::Tree {
+            return Err(ProblemError::Unsupported(
+                "grid: only --strategy tree expands units".into(),
+            ));
+        }
+        let parent = Tree::decode(&self.grid, parent)?;
+        let child = Tree::decode(&self.grid, child)?;
+        if !parent.is_neighbour(&child) {
+            return Err(ProblemError::InvalidUnit(
+                "grid tree unit: the child does not differ from its parent by one bridge".into(),
+            ));
+        }
+        Ok(child.best_walk(&self.grid).1 as i64)
+    }
+
+    fn render(&self, value: &str, solution: Option<&Value>) -> String {
+        match solution.and_then(|s| verify::walk_of(&self.grid, s).ok()) {
+            Some(walk) => {
+                let cities: Vec<String> = walk.iter().map(usize::to_string).collect();
+                format!("{}\n# cost {value}\n", cities.join(" "))
+            }
+            None => format!("# no walk found (value {value:?})\n"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
