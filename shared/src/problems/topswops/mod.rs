@@ -7,6 +7,9 @@
 //! choices (and, after a donation, an exclusive upper limit); the splitter enumerates prefixes
 //! lazily, and long units donate their untried subtrees when workers go idle.
 
+pub mod heads;
+pub mod replay;
+pub mod scorer;
 pub mod search;
 
 use clap::Args;
