@@ -341,6 +341,16 @@ pub struct HeadState {
     fed: usize,
     active: usize,
     finished: bool,
+    tracking: Option<Box<Tracking>>,
+}
+
+/// Where each slot of the current deck started, so the original deck can be written out.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Tracking {
+    /// Original position of the card (or hole) in each slot now.
+    origin: Vec<Card>,
+    /// The original deck so far (0 where undecided).
+    deck: Vec<Card>,
 }
 
 impl HeadState {
@@ -356,7 +366,50 @@ impl HeadState {
             fed: 0,
             active: 1,
             finished: false,
+            tracking: None,
         })
+    }
+
+    /// Like [`HeadState::new`], but also tracks where every card started, so that
+    /// [`HeadState::deck`] can write the deck out (twice the work per flip).
+    pub fn tracked(n: usize) -> Result<HeadState, String> {
+        let mut state = HeadState::new(n)?;
+        state.tracking = Some(Box::new(Tracking {
+            origin: (0..n).map(|p| p as Card).collect(),
+            deck: vec![0; n],
+        }));
+        Ok(state)
+    }
+
+    /// A copy without position tracking (for fast continuations).
+    pub fn untracked(&self) -> HeadState {
+        HeadState {
+            cards: self.cards.clone(),
+            used: self.used.clone(),
+            flips: self.flips,
+            fed: self.fed,
+            active: self.active,
+            finished: self.finished,
+            tracking: None,
+        }
+    }
+
+    /// The original deck of a tracked state: the fed heads where they started, and the
+    /// values never fed, in increasing order, in the slots that never reached the top (in
+    /// deck order). `None` when the state is not tracked.
+    pub fn deck(&self) -> Option<Vec<Card>> {
+        let tracking = self.tracking.as_ref()?;
+        let mut deck = tracking.deck.clone();
+        let mut holes: Vec<usize> = (0..self.n())
+            .filter(|&slot| self.cards[slot] == 0)
+            .map(|slot| tracking.origin[slot] as usize)
+            .collect();
+        holes.sort_unstable();
+        let unused = (1..=self.n()).filter(|&v| !self.used[v]);
+        for (position, value) in holes.into_iter().zip(unused) {
+            deck[position] = value as Card;
+        }
+        Some(deck)
     }
 
     /// Number of cards.
@@ -412,16 +465,32 @@ impl HeadState {
         self.cards[0] = head;
         self.used[head as usize] = true;
         self.fed += 1;
+        if let Some(tracking) = self.tracking.as_mut() {
+            tracking.deck[tracking.origin[0] as usize] = head;
+        }
         if head == 1 {
             self.finished = true;
             return;
         }
         self.active = self.active.max(head as usize);
-        self.flips += kernel.run(&mut self.cards[..self.active]);
+        match self.tracking.as_mut() {
+            None => self.flips += kernel.run(&mut self.cards[..self.active]),
+            Some(tracking) => loop {
+                let top = self.cards[0] as usize;
+                if top <= 1 {
+                    break;
+                }
+                kernel.reverse(&mut self.cards, top);
+                kernel.reverse(&mut tracking.origin, top);
+                self.flips += 1;
+            },
+        }
     }
 
-    /// Copies `other` into `self` (same n) without reallocating.
+    /// Copies `other` into `self` (same n) without reallocating; tracking is not copied
+    /// (`self` keeps none: use it for untracked continuations).
     pub fn copy_from(&mut self, other: &HeadState) {
+        self.tracking = None;
         let span = self.active.max(other.active);
         self.cards[..span].copy_from_slice(&other.cards[..span]);
         self.used.copy_from_slice(&other.used);
@@ -528,6 +597,20 @@ mod tests {
             }
             prop_assert!(state.finished());
             prop_assert_eq!(state.flips(), replay_flips(&deck).unwrap());
+            // A tracked state writes out the same deck, also from a partial prefix.
+            let cut = (seed as usize) % n;
+            let mut tracked = HeadState::tracked(n).unwrap();
+            for &h in &heads[..cut] {
+                tracked.feed(Kernel::detect(), h).unwrap();
+            }
+            let mut partial = heads[..cut].to_vec();
+            partial.push(1);
+            let mut rest: Vec<Card> = heads[cut..].iter().copied().filter(|&c| c != 1).collect();
+            rest.sort_unstable();
+            tracked.feed(Kernel::detect(), 1).unwrap();
+            partial.extend(rest);
+            let expected = crate::problems::topswops::heads::to_deck(&partial).unwrap();
+            prop_assert_eq!(tracked.deck().unwrap(), expected);
         }
     }
 }
