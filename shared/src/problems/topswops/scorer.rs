@@ -159,6 +159,27 @@ mod x86 {
         unsafe {
             let rev = _mm512_loadu_si512(REVERSE_32.as_ptr() as *const __m512i);
             let (mut i, mut j) = (0usize, len);
+            while j - i >= 128 {
+                let lo0 = _mm512_loadu_si512(p.add(i) as *const __m512i);
+                let lo1 = _mm512_loadu_si512(p.add(i + 32) as *const __m512i);
+                let hi0 = _mm512_loadu_si512(p.add(j - 32) as *const __m512i);
+                let hi1 = _mm512_loadu_si512(p.add(j - 64) as *const __m512i);
+                _mm512_storeu_si512(p.add(i) as *mut __m512i, _mm512_permutexvar_epi16(rev, hi0));
+                _mm512_storeu_si512(
+                    p.add(i + 32) as *mut __m512i,
+                    _mm512_permutexvar_epi16(rev, hi1),
+                );
+                _mm512_storeu_si512(
+                    p.add(j - 32) as *mut __m512i,
+                    _mm512_permutexvar_epi16(rev, lo0),
+                );
+                _mm512_storeu_si512(
+                    p.add(j - 64) as *mut __m512i,
+                    _mm512_permutexvar_epi16(rev, lo1),
+                );
+                i += 64;
+                j -= 64;
+            }
             while j - i >= 64 {
                 let lo = _mm512_loadu_si512(p.add(i) as *const __m512i);
                 let hi = _mm512_loadu_si512(p.add(j - 32) as *const __m512i);
