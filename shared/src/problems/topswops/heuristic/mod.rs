@@ -37,7 +37,7 @@ use stage::Stage;
 
 /// Polish rounds in a row without improvement (each with a wider window) before a campaign
 /// ends.
-pub const MAX_STALL: u32 = 2;
+pub const MAX_STALL: u32 = 3;
 
 /// Largest k and pool (a stage has at most pool!/(pool-k)! arrangements).
 pub const MAX_POOL: u32 = 16;
