@@ -6,7 +6,14 @@
 //! least T flips. Units are subtrees of the forward search, named by a prefix of branch
 //! choices (and, after a donation, an exclusive upper limit); the splitter enumerates prefixes
 //! lazily, and long units donate their untried subtrees when workers go idle.
+//!
+//! Heuristic mode (`--heuristic`, see [`heuristic`]) hunts records for large n instead, and
+//! `--contest primes` names the 2011 contest's family (one campaign per prime n in 2..97).
 
+pub mod heads;
+pub mod heuristic;
+pub mod replay;
+pub mod scorer;
 pub mod search;
 
 use clap::Args;
@@ -26,8 +33,9 @@ pub const AUTO_KNOWN_MAX_N: u32 = 14;
 /// Parameters of exact Topswops.
 #[derive(Args, Serialize, Deserialize, Clone, Debug)]
 pub struct TopswopsParams {
-    /// Number of cards.
-    #[arg(long)]
+    /// Number of cards (required unless --contest names a family).
+    #[arg(long, default_value_t = 0)]
+    #[serde(default)]
     pub n: u32,
     /// Proof mode: collect every deck with at least this many flips.
     #[arg(long)]
@@ -42,6 +50,10 @@ pub struct TopswopsParams {
     #[arg(long)]
     #[serde(default)]
     pub split_depth: Option<u32>,
+    /// Heuristic mode and contest families.
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub heuristic: heuristic::HeuristicArgs,
 }
 
 /// An exact Topswops instance.
@@ -49,6 +61,8 @@ pub struct Topswops {
     params: TopswopsParams,
     /// f(m) for m < n, index m (index 0 unused).
     tail_bounds: Vec<u32>,
+    /// Set in heuristic mode: every Problem method is delegated to it.
+    heuristic: Option<heuristic::Heuristic>,
 }
 
 impl ProblemDef for Topswops {
@@ -60,6 +74,32 @@ impl ProblemDef for Topswops {
 
     fn from_params(mut params: TopswopsParams) -> Result<Self, ProblemError> {
         let n = params.n;
+        if params.heuristic.contest.is_some() {
+            return Err(ProblemError::InvalidParams(
+                "--contest names a family of campaigns; create it with `grind contest add`".into(),
+            ));
+        }
+        if params.heuristic != heuristic::HeuristicArgs::default() {
+            if !params.heuristic.heuristic {
+                return Err(ProblemError::InvalidParams(
+                    "--strategy, --k, --pool, --units and --window need --heuristic".into(),
+                ));
+            }
+            if params.target.is_some() || params.known.is_some() || params.split_depth.is_some() {
+                return Err(ProblemError::InvalidParams(
+                    "--target, --known and --split-depth are exact-search flags; not with \
+                     --heuristic"
+                        .into(),
+                ));
+            }
+            let found = heuristic::Heuristic::new(n, params.heuristic.clone())?;
+            params.heuristic = found.args().clone();
+            return Ok(Topswops {
+                params,
+                tail_bounds: Vec::new(),
+                heuristic: Some(found),
+            });
+        }
         if n == 0 || n as usize > search::MAX_N {
             return Err(ProblemError::InvalidParams(format!(
                 "--n {n} is out of range: 1..={}",
@@ -95,11 +135,41 @@ impl ProblemDef for Topswops {
         Ok(Topswops {
             params,
             tail_bounds,
+            heuristic: None,
         })
     }
 
     fn canonical(&self) -> Option<TopswopsParams> {
         Some(self.params.clone())
+    }
+
+    fn family(params: &TopswopsParams) -> Result<Option<Vec<TopswopsParams>>, ProblemError> {
+        let Some(heuristic::ContestFamily::Primes) = params.heuristic.contest else {
+            return Ok(None);
+        };
+        if params.n != 0 || params.target.is_some() || params.known.is_some() {
+            return Err(ProblemError::InvalidParams(
+                "--contest primes chooses n itself: no --n, --target or --known".into(),
+            ));
+        }
+        let exact_up_to = params.heuristic.exact_up_to.unwrap_or(11);
+        let members = heuristic::contest_primes()
+            .into_iter()
+            .map(|n| {
+                let mut member = params.clone();
+                member.n = n;
+                member.heuristic.contest = None;
+                member.heuristic.exact_up_to = None;
+                if n <= exact_up_to {
+                    member.heuristic = heuristic::HeuristicArgs::default();
+                } else {
+                    member.split_depth = None;
+                    member.heuristic.heuristic = true;
+                }
+                member
+            })
+            .collect();
+        Ok(Some(members))
     }
 }
 
@@ -292,7 +362,34 @@ impl Problem for Topswops {
         Objective::Max
     }
 
+    fn exhaustive(&self) -> bool {
+        self.heuristic.is_none()
+    }
+
+    fn split_from(
+        &self,
+        cursor: Option<&[u8]>,
+        max_units: usize,
+        incumbent: Option<&Value>,
+    ) -> Result<SplitBatch, ProblemError> {
+        match &self.heuristic {
+            Some(h) => h.split_from(cursor, max_units, incumbent),
+            None => self.split(cursor, max_units),
+        }
+    }
+
+    fn waits_at(&self, cursor: &[u8]) -> bool {
+        self.heuristic.as_ref().is_some_and(|h| h.waits_at(cursor))
+    }
+
+    fn parse_submission(&self, text: &str) -> Result<Value, ProblemError> {
+        heuristic::parse_submission(text)
+    }
+
     fn initial_bound(&self) -> Option<i64> {
+        if self.heuristic.is_some() {
+            return None;
+        }
         // f(n) >= f(n-1) + 1: only decks beating f(n-1) are interesting. In proof mode the
         // target plays that role (decks reaching T beat T - 1).
         match self.params.target {
@@ -303,6 +400,9 @@ impl Problem for Topswops {
     }
 
     fn split(&self, cursor: Option<&[u8]>, max_units: usize) -> Result<SplitBatch, ProblemError> {
+        if let Some(h) = &self.heuristic {
+            return h.split_from(cursor, max_units, None);
+        }
         let searcher = self.searcher()?;
         let after = match cursor {
             Some(bytes) => Some(TopswopsUnit::decode(bytes, self.n())?.prefix),
@@ -337,6 +437,9 @@ impl Problem for Topswops {
     }
 
     fn solve(&self, payload: &[u8], ctx: &dyn SolveContext) -> Result<UnitOutcome, ProblemError> {
+        if let Some(h) = &self.heuristic {
+            return h.solve(payload, ctx);
+        }
         let unit = TopswopsUnit::decode(payload, self.n())?;
         let resume = match ctx.resume_cursor() {
             Some(bytes) => Some(TopswopsUnit::decode(bytes, self.n())?.prefix),
@@ -386,6 +489,9 @@ impl Problem for Topswops {
     }
 
     fn score(&self, solution: &Value) -> Result<i64, ProblemError> {
+        if let Some(h) = &self.heuristic {
+            return h.score(solution);
+        }
         let deck = self.deck_of(solution)?;
         let flips = count_flips(&deck).map_err(ProblemError::InvalidSolution)?;
         if let Some(claimed) = solution.get("flips") {
@@ -412,6 +518,12 @@ impl Problem for Topswops {
     }
 
     fn render(&self, value: &str, solution: Option<&Value>) -> String {
+        if let Some(h) = &self.heuristic {
+            return match solution.filter(|s| h.deck_of(s).is_ok()) {
+                Some(s) => heuristic::render_deck(s).unwrap_or_default(),
+                None => format!("# no deck found (value {value:?})\n"),
+            };
+        }
         match solution.and_then(|s| self.deck_of(s).ok()) {
             Some(deck) => {
                 format!(
