@@ -84,7 +84,7 @@ pub fn prove(n: u32, threads: usize) -> Result<Proven, ProblemError> {
         n_from: None,
         n_to: None,
         heuristic: false,
-        seconds: None,
+        unit_seconds: None,
         units: None,
     })?;
     let batch = sieve.split(None, usize::MAX)?;
