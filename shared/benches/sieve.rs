@@ -1,7 +1,7 @@
 //! Times exact sieve proofs (Ginnow's sieve / the Taxman game) the way a campaign runs them:
 //! the splitter's units solved on a thread pool sharing one bound ([`local::prove`]), wall
 //! time from parameters to a verified optimum. One row per N: N, optimum, matching bound at
-//! the root, units, seconds (best of R runs).
+//! the root, units, search nodes, seconds (best of R runs).
 //!
 //! `cargo bench -p grind-shared --bench sieve [-- N... [--threads T] [--repeat R]]`
 //! (default: N = 120 200 300, 2 threads, 3 repeats).
@@ -45,7 +45,7 @@ fn main() -> ExitCode {
     } else {
         args.iter().map(|a| a.parse().expect("N")).collect()
     };
-    println!("N\toptimum\troot_bound\tunits\tseconds(best of {repeat}, {threads} threads)");
+    println!("N\toptimum\troot_bound\tunits\tnodes\tseconds(best of {repeat}, {threads} threads)");
     for n in ns {
         let mut best = f64::INFINITY;
         let mut row = None;
@@ -58,8 +58,8 @@ fn main() -> ExitCode {
         let proven = row.expect("at least one run");
         let bound = Searcher::new(n).root_bound();
         println!(
-            "{n}\t{}\t{bound}\t{}\t{best:.3}",
-            proven.score, proven.units
+            "{n}\t{}\t{bound}\t{}\t{}\t{best:.3}",
+            proven.score, proven.units, proven.nodes
         );
     }
     ExitCode::SUCCESS

@@ -2,7 +2,7 @@
 //! thread pool, sharing one bound. Used by tests and benchmarks; the distributed system does
 //! the same through the coordinator.
 
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use rayon::prelude::*;
@@ -20,6 +20,8 @@ pub struct Proven {
     pub moves: Vec<u64>,
     /// Units searched.
     pub units: usize,
+    /// Search nodes evaluated over all units.
+    pub nodes: u64,
 }
 
 /// The shared bound and best game of a local campaign.
@@ -49,6 +51,31 @@ impl SolveContext for Shared {
     }
 }
 
+/// One unit's view of the shared context: counts the unit's nodes.
+struct UnitContext<'a> {
+    shared: &'a Shared,
+    nodes: AtomicU64,
+}
+
+impl SolveContext for UnitContext<'_> {
+    fn resume_cursor(&self) -> Option<&[u8]> {
+        None
+    }
+    fn bound(&self) -> Option<i64> {
+        self.shared.bound()
+    }
+    fn improve(&self, found: Scored) {
+        self.shared.improve(found);
+    }
+    fn progress(&self, nodes: u64, _fraction: Option<f64>) {
+        self.nodes.store(nodes, Ordering::Relaxed);
+    }
+    fn checkpoint(&self, _cursor: Vec<u8>) {}
+    fn stop_requested(&self) -> bool {
+        false
+    }
+}
+
 /// Proves the optimum for 1..=n on `threads` threads (0 = rayon's default), with the
 /// splitter's default number of units; every reported game is re-scored by the verifier.
 pub fn prove(n: u32, threads: usize) -> Result<Proven, ProblemError> {
@@ -57,7 +84,7 @@ pub fn prove(n: u32, threads: usize) -> Result<Proven, ProblemError> {
         n_from: None,
         n_to: None,
         heuristic: false,
-        seconds: None,
+        unit_seconds: None,
         units: None,
     })?;
     let batch = sieve.split(None, usize::MAX)?;
@@ -69,14 +96,23 @@ pub fn prove(n: u32, threads: usize) -> Result<Proven, ProblemError> {
         .num_threads(threads)
         .build()
         .map_err(|e| ProblemError::Solver(e.to_string()))?;
-    let outcomes: Vec<Result<UnitOutcome, ProblemError>> = pool.install(|| {
+    let outcomes: Vec<(Result<UnitOutcome, ProblemError>, u64)> = pool.install(|| {
         batch
             .units
             .par_iter()
-            .map(|unit| sieve.solve(&unit.payload, &shared))
+            .map(|unit| {
+                let ctx = UnitContext {
+                    shared: &shared,
+                    nodes: AtomicU64::new(0),
+                };
+                let outcome = sieve.solve(&unit.payload, &ctx);
+                (outcome, ctx.nodes.load(Ordering::Relaxed))
+            })
             .collect()
     });
-    for outcome in outcomes {
+    let mut nodes = 0;
+    for (outcome, unit_nodes) in outcomes {
+        nodes += unit_nodes;
         if let UnitOutcome::Searched {
             best: Some(found), ..
         } = outcome?
@@ -102,5 +138,6 @@ pub fn prove(n: u32, threads: usize) -> Result<Proven, ProblemError> {
         score,
         moves,
         units: batch.units.len(),
+        nodes,
     })
 }

@@ -7,8 +7,8 @@
 //! maximum-weight-matching bound ([`search`], [`matching`]). A deterministic heuristic run
 //! gives the campaign its starting bound; the splitter expands the search tree, largest
 //! bound gap first, into many units named by tree paths ([`unit`]); long units donate their
-//! untried subtrees. Anytime mode (`--heuristic --seconds S`) runs randomised searches, one
-//! per unit, for S seconds each. Solutions are ordered move lists `{"moves": [...],
+//! untried subtrees. Anytime mode (`--heuristic --unit-seconds S`) runs randomised searches,
+//! one per unit, for S seconds each (`grind run ... --seconds T` stops the whole run). Solutions are ordered move lists `{"moves": [...],
 //! "score": s}`, verified by plain replay ([`game::replay`]).
 
 pub mod game;
@@ -36,7 +36,10 @@ pub const MAX_N: u32 = 20_000;
 pub const MAX_FAMILY: u32 = 1_000;
 /// Default number of exact units the splitter aims for.
 pub const DEFAULT_SPLIT_UNITS: u32 = 256;
-/// Nodes of the deterministic search that gives exact campaigns their starting bound.
+/// Nodes of the deterministic search that gives exact campaigns their starting bound; when
+/// the whole tree fits in it, the campaign is a single unit.
+pub const PROBE_NODES: u64 = 20_000;
+/// Nodes of the first round of an anytime run (doubling each round).
 pub const HEURISTIC_NODES: u64 = 2_000;
 
 /// Parameters of the sieve.
@@ -58,10 +61,10 @@ pub struct SieveParams {
     #[arg(long)]
     #[serde(default)]
     pub heuristic: bool,
-    /// Anytime mode: seconds each unit searches.
+    /// Anytime mode: seconds each unit searches (default 10).
     #[arg(long, requires = "heuristic")]
     #[serde(default)]
-    pub seconds: Option<u32>,
+    pub unit_seconds: Option<u32>,
     /// Number of units: the exact splitter's target (default 256), or the number of
     /// anytime runs (default 4).
     #[arg(long)]
@@ -69,12 +72,24 @@ pub struct SieveParams {
     pub units: Option<u32>,
 }
 
+/// A game (moves in play order) and its score.
+type Game = (Vec<u32>, i64);
+
+/// What the deterministic probe search of an exact campaign found.
+struct Probe {
+    /// Its best game.
+    game: Option<Game>,
+    /// True when it searched the whole tree (its game is then optimal).
+    complete: bool,
+}
+
 /// A sieve instance.
 pub struct Sieve {
     params: SieveParams,
     n: u32,
-    /// The deterministic starting game (exact mode), computed on first use.
-    start: OnceLock<Option<(Vec<u32>, i64)>>,
+    /// The deterministic starting game (exact mode) and whether its search finished,
+    /// computed on first use.
+    start: OnceLock<Probe>,
     /// The exact units, computed on first use.
     frontier: OnceLock<Result<Vec<Vec<u16>>, String>>,
 }
@@ -97,11 +112,11 @@ impl ProblemDef for Sieve {
         if !(1..=MAX_N).contains(&n) {
             return Err(bad(format!("--n {n} is out of range: 1..={MAX_N}")));
         }
-        if params.seconds.is_some() && !params.heuristic {
-            return Err(bad("--seconds needs --heuristic".into()));
+        if params.unit_seconds.is_some() && !params.heuristic {
+            return Err(bad("--unit-seconds needs --heuristic".into()));
         }
-        if params.seconds == Some(0) || params.seconds.is_some_and(|s| s > 86_400) {
-            return Err(bad("--seconds must be in 1..=86400".into()));
+        if params.unit_seconds == Some(0) || params.unit_seconds.is_some_and(|s| s > 86_400) {
+            return Err(bad("--unit-seconds must be in 1..=86400".into()));
         }
         if let Some(units) = params.units {
             if !(1..=100_000).contains(&units) {
@@ -161,17 +176,25 @@ impl Sieve {
         self.n
     }
 
-    /// The deterministic starting game of exact mode: the best game a short search finds.
+    /// The deterministic starting game of exact mode: the best game a search of
+    /// [`PROBE_NODES`] nodes finds (deterministic, so every coordinator derives the same
+    /// units), and whether that search covered the whole tree.
+    fn probe(&self) -> &Probe {
+        self.start.get_or_init(|| {
+            let mut searcher = Searcher::new(self.n);
+            let budget = Budget::new(PROBE_NODES, None);
+            searcher.set_check_interval(64);
+            let end = searcher.search(&[], None, None, &budget);
+            Probe {
+                game: budget.best.into_inner().expect("poisoned"),
+                complete: end == Ok(SearchEnd::Done),
+            }
+        })
+    }
+
+    /// The starting game of exact mode (see [`Sieve::probe`]).
     pub fn starting_game(&self) -> Option<&(Vec<u32>, i64)> {
-        self.start
-            .get_or_init(|| {
-                let mut searcher = Searcher::new(self.n);
-                let budget = Budget::new(HEURISTIC_NODES, None);
-                searcher.set_check_interval(16);
-                searcher.search(&[], None, None, &budget).ok()?;
-                budget.best.into_inner().expect("poisoned")
-            })
-            .as_ref()
+        self.probe().game.as_ref()
     }
 
     fn split_units(&self) -> usize {
@@ -189,7 +212,13 @@ impl Sieve {
         self.frontier
             .get_or_init(|| {
                 let floor = self.starting_game().map(|g| g.1);
-                let target = self.split_units();
+                // A tree the probe searched whole is one unit: splitting it costs more in
+                // round trips than the search itself.
+                let target = if self.probe().complete {
+                    1
+                } else {
+                    self.split_units()
+                };
                 let mut searcher = Searcher::new(self.n);
                 let root = searcher.expand(&[])?;
                 // (path, bound, expandable)
@@ -298,7 +327,7 @@ impl Sieve {
         seed: u64,
         ctx: &dyn SolveContext,
     ) -> Result<UnitOutcome, ProblemError> {
-        let seconds = self.params.seconds.unwrap_or(10);
+        let seconds = self.params.unit_seconds.unwrap_or(10);
         let deadline = Instant::now() + Duration::from_secs(u64::from(seconds));
         let mut best: Option<(Vec<u32>, i64)> = None;
         let mut round = 0u64;

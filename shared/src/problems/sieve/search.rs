@@ -164,7 +164,7 @@ impl Searcher {
             return Eval::Pruned;
         }
         let pairs = m.pairs();
-        match self.cycles.find(&pairs) {
+        match self.cycles.find(&pairs, &|i| m.is_fixed(pairs[i].0)) {
             None => Eval::Leaf(pairs),
             Some(cycle) => {
                 let mut branches: Vec<(u32, u32)> = cycle
@@ -396,6 +396,11 @@ struct CycleFinder {
     pair_of: Vec<u32>,
     colour: Vec<u8>,
     stack: Vec<(usize, u32)>,
+    /// Refine the cycle found to the cheapest one through its pairs.
+    shortest: bool,
+    dist: Vec<u32>,
+    parent: Vec<u32>,
+    deque: std::collections::VecDeque<usize>,
 }
 
 impl CycleFinder {
@@ -404,11 +409,15 @@ impl CycleFinder {
             pair_of: vec![u32::MAX; n as usize + 1],
             colour: Vec::new(),
             stack: Vec::new(),
+            shortest: true,
+            dist: Vec::new(),
+            parent: Vec::new(),
+            deque: std::collections::VecDeque::new(),
         }
     }
 
     /// A cycle as pair indices in precedence order, if any.
-    fn find(&mut self, pairs: &[(u32, u32)]) -> Option<Vec<usize>> {
+    fn find(&mut self, pairs: &[(u32, u32)], fixed: &dyn Fn(usize) -> bool) -> Option<Vec<usize>> {
         let n = self.pair_of.len() as u32 - 1;
         for (i, &(a, _)) in pairs.iter().enumerate() {
             self.pair_of[a as usize] = i as u32;
@@ -456,10 +465,92 @@ impl CycleFinder {
                 }
             }
         }
+        // Branch on the cycle with the fewest pairs to branch on: among the cycles through
+        // the pairs of the one found, the best by a 0-1 search (fixed pairs cost nothing).
+        if self.shortest {
+            if let Some(cycle) = found.take() {
+                let mut best: Option<(usize, Vec<usize>)> = None;
+                for &start in &cycle {
+                    if let Some(c) = self.cheapest_through(start, pairs, fixed) {
+                        let cost = c.iter().filter(|&&i| !fixed(i)).count();
+                        if best.as_ref().is_none_or(|b| cost < b.0) {
+                            best = Some((cost, c));
+                        }
+                    }
+                }
+                found = Some(best.map_or(cycle, |b| b.1));
+            }
+        }
         for &(a, _) in pairs {
             self.pair_of[a as usize] = u32::MAX;
         }
         found
+    }
+
+    /// The cycle through `start` with the fewest non-fixed pairs (0-1 breadth-first search
+    /// over the precedence edges); `pair_of` must be filled.
+    fn cheapest_through(
+        &mut self,
+        start: usize,
+        pairs: &[(u32, u32)],
+        fixed: &dyn Fn(usize) -> bool,
+    ) -> Option<Vec<usize>> {
+        let n = self.pair_of.len() as u32 - 1;
+        let count = pairs.len();
+        self.dist.clear();
+        self.dist.resize(count, u32::MAX);
+        self.parent.clear();
+        self.parent.resize(count, u32::MAX);
+        self.deque.clear();
+        let cost = |j: usize| u32::from(!fixed(j));
+        // Distances count the non-fixed pairs entered; `start` is reached again at the end.
+        self.deque.push_back(start);
+        self.dist[start] = 0;
+        let mut closing: Option<(u32, usize)> = None;
+        while let Some(i) = self.deque.pop_front() {
+            let d = self.dist[i];
+            if closing.is_some_and(|(c, _)| d >= c) {
+                continue;
+            }
+            let b = pairs[i].1;
+            if b <= 1 {
+                continue;
+            }
+            let mut m = 2 * b;
+            while m <= n {
+                let j = self.pair_of[m as usize];
+                m += b;
+                if j == u32::MAX || j as usize == i {
+                    continue;
+                }
+                let j = j as usize;
+                let nd = d + cost(j);
+                if j == start {
+                    if closing.is_none_or(|(c, _)| nd < c) {
+                        closing = Some((nd, i));
+                    }
+                    continue;
+                }
+                if nd < self.dist[j] {
+                    self.dist[j] = nd;
+                    self.parent[j] = i as u32;
+                    if cost(j) == 0 {
+                        self.deque.push_front(j);
+                    } else {
+                        self.deque.push_back(j);
+                    }
+                }
+            }
+        }
+        let (_, last) = closing?;
+        let mut cycle = vec![last];
+        let mut at = last;
+        while at != start {
+            at = self.parent[at] as usize;
+            cycle.push(at);
+        }
+        cycle.reverse();
+        Some(cycle)
     }
 }
 

@@ -14,7 +14,7 @@ fn exact(n: u32) -> Sieve {
         n_from: None,
         n_to: None,
         heuristic: false,
-        seconds: None,
+        unit_seconds: None,
         units: None,
     })
     .unwrap()
@@ -136,7 +136,7 @@ fn parameters_are_validated_and_families_expand() {
     assert!(entry.build(&json!({"n": 0})).is_err());
     assert!(entry.build(&json!({"n": MAX_N + 1})).is_err());
     assert!(entry.build(&json!({})).is_err());
-    assert!(entry.build(&json!({"n": 10, "seconds": 5})).is_err());
+    assert!(entry.build(&json!({"n": 10, "unit_seconds": 5})).is_err());
     assert!(entry.build(&json!({"n": 10, "units": 0})).is_err());
     let (canonical, _) = entry.build(&json!({"n": 10})).unwrap();
     assert_eq!(canonical["n"], 10);
@@ -160,11 +160,14 @@ fn parameters_are_validated_and_families_expand() {
 
 #[test]
 fn splitter_is_lazy_consistent_and_rejects_bad_cursors() {
-    // The tree under the starting game's score is small for N = 120: a handful of units.
-    let sieve = exact(120);
+    // N = 120: the probe searches the whole tree, so the campaign is one unit.
+    let small = exact(120).split(None, usize::MAX).unwrap();
+    assert_eq!(small.units.len(), 1);
+    // N = 330: the tree is larger than the probe; the splitter expands it into many units.
+    let sieve = exact(330);
     let all = sieve.split(None, usize::MAX).unwrap();
     assert!(all.next.is_none());
-    assert!(all.units.len() > 2, "{} units", all.units.len());
+    assert!(all.units.len() >= 64, "{} units", all.units.len());
     let mut lazy = Vec::new();
     let mut cursor: Option<Vec<u8>> = None;
     loop {
@@ -341,7 +344,7 @@ fn heuristic_mode_finds_a_valid_good_game() {
         n_from: None,
         n_to: None,
         heuristic: true,
-        seconds: Some(1),
+        unit_seconds: Some(1),
         units: Some(2),
     })
     .unwrap();
