@@ -286,9 +286,9 @@ impl<'a> Search<'a> {
                         self.hooks.improved(&walk, cost);
                     }
                 }
-                Branch::Split(down, up) => {
-                    // Explore `down` first: push `up` below it.
-                    for r in [up, down] {
+                Branch::Split(first, second) => {
+                    // Explore `first` first: push `second` below it.
+                    for r in [second, first] {
                         let mut restrictions = open.restrictions.clone();
                         restrictions.push(r);
                         stack.push(Open {
@@ -464,18 +464,22 @@ impl Search<'_> {
             }
         }
         if let Some((_, target, value)) = best {
-            return Ok(Branch::Split(
-                Restriction {
-                    target,
-                    upper: true,
-                    value: value.floor() as u8,
-                },
-                Restriction {
-                    target,
-                    upper: false,
-                    value: value.ceil() as u8,
-                },
-            ));
+            let down = Restriction {
+                target,
+                upper: true,
+                value: value.floor() as u8,
+            };
+            let up = Restriction {
+                target,
+                upper: false,
+                value: value.ceil() as u8,
+            };
+            // The side nearer the LP value first (a dive towards rounding).
+            return Ok(if value - value.floor() > 0.5 {
+                Branch::Split(up, down)
+            } else {
+                Branch::Split(down, up)
+            });
         }
         // Integral: check the degrees.
         let crossings: Vec<u8> = self
@@ -533,7 +537,9 @@ impl Search<'_> {
 }
 
 enum Branch {
+    /// The LP point is a walk.
     Feasible(Vec<usize>, u64),
+    /// Two restrictions splitting the node, the one to search first first.
     Split(Restriction, Restriction),
 }
 
