@@ -62,6 +62,17 @@ pub enum SearchEnd {
     Stopped,
 }
 
+/// An LP point: its value, the bridge columns and the end columns.
+#[derive(Clone, Debug)]
+pub struct Relaxation {
+    /// The objective.
+    pub value: f64,
+    /// Crossings per bridge.
+    pub bridges: Vec<f64>,
+    /// Per city: how much it is an end of the walk.
+    pub ends: Vec<f64>,
+}
+
 /// The LP model of one grid: column handles and the base rows.
 struct Model<'a> {
     grid: &'a Instance,
@@ -323,6 +334,23 @@ impl<'a> Search<'a> {
         })
     }
 
+    /// The root relaxation with every cut the separators find (for diagnostics); `None`
+    /// when infeasible.
+    pub fn root_relaxation(&mut self) -> Result<Option<Relaxation>, ProblemError> {
+        let Some(solution) = self.build(&[])? else {
+            return Ok(None);
+        };
+        let Some(solution) = self.separate(solution)? else {
+            return Ok(None);
+        };
+        let value = |v: &Variable| solution.var_value(*v);
+        Ok(Some(Relaxation {
+            value: solution.objective(),
+            bridges: self.model.x.iter().map(value).collect(),
+            ends: self.model.y.iter().map(value).collect(),
+        }))
+    }
+
     /// The LP of a subproblem built from scratch.
     fn build(&self, restrictions: &[Restriction]) -> Result<Option<Solution>, ProblemError> {
         let mut problem = self.model.problem.clone();
@@ -542,6 +570,40 @@ fn cut_value(grid: &Instance, inside: &mut [bool], set: &[usize], xs: &[f64], ys
 impl Search<'_> {
     /// The branching decision at a cut-feasible LP point.
     fn branch_on(&self, solution: &Solution) -> Result<Branch, ProblemError> {
+        // A city whose degree is nearly odd splits best: degree <= 2k or >= 2k + 2.
+        let mut odd: Option<(f64, usize, f64)> = None;
+        for city in 0..self.grid.cities() {
+            let degree: f64 = self
+                .grid
+                .neighbours(city)
+                .iter()
+                .map(|&(_, b)| solution.var_value(self.model.x[b]))
+                .sum::<f64>()
+                + solution.var_value(self.model.y[city]);
+            let nearest_odd = 2.0 * ((degree - 1.0) / 2.0).round() + 1.0;
+            let oddness = 1.0 - (degree - nearest_odd).abs();
+            if oddness > 0.5 + EPS && odd.is_none_or(|(o, _, _)| oddness > o) {
+                odd = Some((oddness, city, degree));
+            }
+        }
+        if let Some((_, city, degree)) = odd {
+            let below = 2.0 * ((degree - 1.0) / 2.0).round();
+            let down = Restriction {
+                target: Target::Degree(city as u32),
+                upper: true,
+                value: below as u8,
+            };
+            let up = Restriction {
+                target: Target::Degree(city as u32),
+                upper: false,
+                value: below as u8 + 2,
+            };
+            return Ok(if degree - below > 1.0 {
+                Branch::Split(up, down)
+            } else {
+                Branch::Split(down, up)
+            });
+        }
         let mut best: Option<(f64, Target, f64)> = None;
         let columns = self
             .model
