@@ -62,6 +62,17 @@ pub enum SearchEnd {
     Stopped,
 }
 
+/// An LP point: its value, the bridge columns and the end columns.
+#[derive(Clone, Debug)]
+pub struct Relaxation {
+    /// The objective.
+    pub value: f64,
+    /// Crossings per bridge.
+    pub bridges: Vec<f64>,
+    /// Per city: how much it is an end of the walk.
+    pub ends: Vec<f64>,
+}
+
 /// The LP model of one grid: column handles and the base rows.
 struct Model<'a> {
     grid: &'a Instance,
@@ -110,21 +121,37 @@ impl<'a> Model<'a> {
         expr
     }
 
-    fn cut_expr(&self, set: &[usize], inside: &mut [bool]) -> LinearExpr {
-        for &v in set {
-            inside[v] = true;
-        }
-        let mut expr = LinearExpr::empty();
-        for (index, bridge) in self.grid.bridges().iter().enumerate() {
-            if inside[bridge.a] != inside[bridge.b] {
-                expr.add(self.x[index], 1.0);
+    /// The row of `cut`: the cut values of its sets, summed column by column.
+    fn cut_row(&self, cut: &Cut, inside: &mut [bool]) -> LinearExpr {
+        let bridges = self.x.len();
+        let mut coefficients = vec![0.0f64; bridges + self.y.len()];
+        for set in &cut.sets {
+            for &v in set {
+                inside[v] = true;
+            }
+            for (index, bridge) in self.grid.bridges().iter().enumerate() {
+                if inside[bridge.a] != inside[bridge.b] {
+                    coefficients[index] += 1.0;
+                }
+            }
+            for &v in set {
+                coefficients[bridges + v] += 1.0;
+                inside[v] = false;
             }
         }
-        for &v in set {
-            expr.add(self.y[v], 1.0);
-            inside[v] = false;
-        }
-        expr
+        coefficients
+            .iter()
+            .enumerate()
+            .filter(|(_, &c)| c != 0.0)
+            .map(|(i, &c)| {
+                let var = if i < bridges {
+                    self.x[i]
+                } else {
+                    self.y[i - bridges]
+                };
+                (var, c)
+            })
+            .collect()
     }
 
     fn restriction_row(&self, r: &Restriction) -> (LinearExpr, ComparisonOp, f64) {
@@ -171,8 +198,8 @@ pub struct Search<'a> {
     grid: &'a Instance,
     model: Model<'a>,
     hooks: &'a dyn Hooks,
-    /// Cuts found so far (city sets), reused across nodes.
-    pool: Vec<Vec<usize>>,
+    /// Cuts found so far, reused across nodes.
+    pool: Vec<Cut>,
     best: Option<u64>,
     nodes: u64,
     inside: Vec<bool>,
@@ -286,9 +313,9 @@ impl<'a> Search<'a> {
                         self.hooks.improved(&walk, cost);
                     }
                 }
-                Branch::Split(down, up) => {
-                    // Explore `down` first: push `up` below it.
-                    for r in [up, down] {
+                Branch::Split(first, second) => {
+                    // Explore `first` first: push `second` below it.
+                    for r in [second, first] {
                         let mut restrictions = open.restrictions.clone();
                         restrictions.push(r);
                         stack.push(Open {
@@ -305,6 +332,23 @@ impl<'a> Search<'a> {
             nodes: self.nodes,
             root_bound,
         })
+    }
+
+    /// The root relaxation with every cut the separators find (for diagnostics); `None`
+    /// when infeasible.
+    pub fn root_relaxation(&mut self) -> Result<Option<Relaxation>, ProblemError> {
+        let Some(solution) = self.build(&[])? else {
+            return Ok(None);
+        };
+        let Some(solution) = self.separate(solution)? else {
+            return Ok(None);
+        };
+        let value = |v: &Variable| solution.var_value(*v);
+        Ok(Some(Relaxation {
+            value: solution.objective(),
+            bridges: self.model.x.iter().map(value).collect(),
+            ends: self.model.y.iter().map(value).collect(),
+        }))
     }
 
     /// The LP of a subproblem built from scratch.
@@ -327,9 +371,9 @@ impl<'a> Search<'a> {
             if cuts.is_empty() {
                 return Ok(Some(solution));
             }
-            for set in cuts {
-                let expr = self.model.cut_expr(&set, &mut self.inside);
-                match outcome(solution.add_constraint(expr, ComparisonOp::Ge, 2.0))? {
+            for cut in cuts {
+                let expr = self.model.cut_row(&cut, &mut self.inside);
+                match outcome(solution.add_constraint(expr, ComparisonOp::Ge, cut.rhs))? {
                     Some(next) => solution = next,
                     None => return Ok(None),
                 }
@@ -337,8 +381,9 @@ impl<'a> Search<'a> {
         }
     }
 
-    /// Violated connectivity cuts of the LP point: from the pool first, then new ones.
-    fn violated_cuts(&mut self, solution: &Solution) -> Vec<Vec<usize>> {
+    /// Violated cuts of the LP point: from the pool first, then new connectivity cuts, then
+    /// (when the point is connected) blossom combs.
+    fn violated_cuts(&mut self, solution: &Solution) -> Vec<Cut> {
         let cities = self.grid.cities();
         let xs: Vec<f64> = self
             .model
@@ -352,10 +397,10 @@ impl<'a> Search<'a> {
             .iter()
             .map(|&v| solution.var_value(v))
             .collect();
-        let mut found: Vec<Vec<usize>> = Vec::new();
-        for set in &self.pool {
-            if cut_value(self.grid, &mut self.inside, set, &xs, &ys) < 2.0 - EPS {
-                found.push(set.clone());
+        let mut found: Vec<Cut> = Vec::new();
+        for cut in &self.pool {
+            if cut.value(self.grid, &mut self.inside, &xs, &ys) < cut.rhs - EPS {
+                found.push(cut.clone());
                 if found.len() >= CUTS_PER_ROUND {
                     return found;
                 }
@@ -378,33 +423,126 @@ impl<'a> Search<'a> {
             support.light_cuts(2.0 - EPS)
         };
         for set in candidates {
-            // The side without the dummy vertex.
-            let set: Vec<usize> = if set.contains(&cities) {
-                let mut member = vec![false; cities + 1];
-                for &v in &set {
-                    member[v] = true;
-                }
-                (0..cities).filter(|&v| !member[v]).collect()
-            } else {
-                set
-            };
-            if set.is_empty() || set.len() == cities {
+            let sorted = city_side(&set, cities);
+            if sorted.is_empty() || sorted.len() == cities {
                 continue;
             }
-            let mut sorted = set;
-            sorted.sort_unstable();
-            if cut_value(self.grid, &mut self.inside, &sorted, &xs, &ys) < 2.0 - EPS
-                && !found.contains(&sorted)
+            let cut = Cut {
+                sets: vec![sorted],
+                rhs: 2.0,
+            };
+            if cut.value(self.grid, &mut self.inside, &xs, &ys) < 2.0 - EPS && !found.contains(&cut)
             {
-                found.push(sorted);
+                found.push(cut);
                 if found.len() >= CUTS_PER_ROUND {
                     break;
                 }
             }
         }
+        if found.is_empty() {
+            found = self.blossoms(&xs, &ys);
+        }
         self.pool.extend(found.iter().cloned());
         found
     }
+}
+
+impl Search<'_> {
+    /// Blossom combs `x(delta(H)) + sum x(delta(T_i)) >= 3k + 1` (k odd, at least 3, teeth
+    /// disjoint two-vertex sets each with one end in H), valid for walks because a walk's
+    /// crossings of any set are at least those of the Hamiltonian cycle its shortcut makes in
+    /// the closure. Handles are the components of the bridges with fractional values (the
+    /// dummy vertex included); teeth are the edges with value at least 1 leaving a handle.
+    fn blossoms(&mut self, xs: &[f64], ys: &[f64]) -> Vec<Cut> {
+        let cities = self.grid.cities();
+        let dummy = cities;
+        // Edges of the support: (a, b, value) over cities + dummy.
+        let mut edges: Vec<(usize, usize, f64)> = self
+            .grid
+            .bridges()
+            .iter()
+            .zip(xs)
+            .map(|(b, &x)| (b.a, b.b, x))
+            .collect();
+        edges.extend(ys.iter().enumerate().map(|(v, &y)| (v, dummy, y)));
+        let fractional = |x: f64| {
+            let f = x - x.floor();
+            f > EPS && f < 1.0 - EPS
+        };
+        let mut support = Support::new(cities + 1);
+        for &(a, b, x) in &edges {
+            if fractional(x) {
+                support.add(a, b, 1.0);
+            }
+        }
+        let mut found = Vec::new();
+        for handle in support.components(0.5) {
+            if handle.len() < 2 {
+                continue;
+            }
+            let mut in_handle = vec![false; cities + 1];
+            for &v in &handle {
+                in_handle[v] = true;
+            }
+            let mut teeth: Vec<(usize, usize, f64)> = edges
+                .iter()
+                .copied()
+                .filter(|&(a, b, x)| in_handle[a] != in_handle[b] && x >= 1.0 - EPS)
+                .collect();
+            teeth.sort_by(|p, q| q.2.total_cmp(&p.2));
+            let mut used = vec![false; cities + 1];
+            teeth.retain(|&(a, b, _)| {
+                let free = !used[a] && !used[b];
+                used[a] = true;
+                used[b] = true;
+                free
+            });
+            if teeth.len().is_multiple_of(2) {
+                teeth.pop();
+            }
+            if teeth.len() < 3 {
+                continue;
+            }
+            let mut sets = vec![city_side(&handle, cities)];
+            sets.extend(teeth.iter().map(|&(a, b, _)| city_side(&[a, b], cities)));
+            let cut = Cut {
+                sets,
+                rhs: (3 * teeth.len() + 1) as f64,
+            };
+            if cut.value(self.grid, &mut self.inside, xs, ys) < cut.rhs - EPS {
+                found.push(cut);
+            }
+        }
+        found
+    }
+}
+
+/// A valid inequality: the cut values of `sets` (sets of cities) sum to at least `rhs`.
+#[derive(Clone, Debug, PartialEq)]
+struct Cut {
+    sets: Vec<Vec<usize>>,
+    rhs: f64,
+}
+
+impl Cut {
+    /// The left-hand side at the LP point.
+    fn value(&self, grid: &Instance, inside: &mut [bool], xs: &[f64], ys: &[f64]) -> f64 {
+        self.sets
+            .iter()
+            .map(|set| cut_value(grid, inside, set, xs, ys))
+            .sum()
+    }
+}
+
+/// The side of a vertex set (over cities and the dummy vertex `cities`) without the dummy,
+/// sorted: the set itself or its complement (both have the same cut).
+fn city_side(set: &[usize], cities: usize) -> Vec<usize> {
+    let mut member = vec![false; cities + 1];
+    for &v in set {
+        member[v] = true;
+    }
+    let keep = !member[cities];
+    (0..cities).filter(|&v| member[v] == keep).collect()
 }
 
 /// `x(delta(S)) + y(S)` at the LP point (`inside` is all false, and left so).
@@ -432,6 +570,40 @@ fn cut_value(grid: &Instance, inside: &mut [bool], set: &[usize], xs: &[f64], ys
 impl Search<'_> {
     /// The branching decision at a cut-feasible LP point.
     fn branch_on(&self, solution: &Solution) -> Result<Branch, ProblemError> {
+        // A city whose degree is nearly odd splits best: degree <= 2k or >= 2k + 2.
+        let mut odd: Option<(f64, usize, f64)> = None;
+        for city in 0..self.grid.cities() {
+            let degree: f64 = self
+                .grid
+                .neighbours(city)
+                .iter()
+                .map(|&(_, b)| solution.var_value(self.model.x[b]))
+                .sum::<f64>()
+                + solution.var_value(self.model.y[city]);
+            let nearest_odd = 2.0 * ((degree - 1.0) / 2.0).round() + 1.0;
+            let oddness = 1.0 - (degree - nearest_odd).abs();
+            if oddness > 0.5 + EPS && odd.is_none_or(|(o, _, _)| oddness > o) {
+                odd = Some((oddness, city, degree));
+            }
+        }
+        if let Some((_, city, degree)) = odd {
+            let below = 2.0 * ((degree - 1.0) / 2.0).round();
+            let down = Restriction {
+                target: Target::Degree(city as u32),
+                upper: true,
+                value: below as u8,
+            };
+            let up = Restriction {
+                target: Target::Degree(city as u32),
+                upper: false,
+                value: below as u8 + 2,
+            };
+            return Ok(if degree - below > 1.0 {
+                Branch::Split(up, down)
+            } else {
+                Branch::Split(down, up)
+            });
+        }
         let mut best: Option<(f64, Target, f64)> = None;
         let columns = self
             .model
@@ -464,18 +636,22 @@ impl Search<'_> {
             }
         }
         if let Some((_, target, value)) = best {
-            return Ok(Branch::Split(
-                Restriction {
-                    target,
-                    upper: true,
-                    value: value.floor() as u8,
-                },
-                Restriction {
-                    target,
-                    upper: false,
-                    value: value.ceil() as u8,
-                },
-            ));
+            let down = Restriction {
+                target,
+                upper: true,
+                value: value.floor() as u8,
+            };
+            let up = Restriction {
+                target,
+                upper: false,
+                value: value.ceil() as u8,
+            };
+            // The side nearer the LP value first (a dive towards rounding).
+            return Ok(if value - value.floor() > 0.5 {
+                Branch::Split(up, down)
+            } else {
+                Branch::Split(down, up)
+            });
         }
         // Integral: check the degrees.
         let crossings: Vec<u8> = self
@@ -533,7 +709,9 @@ impl Search<'_> {
 }
 
 enum Branch {
+    /// The LP point is a walk.
     Feasible(Vec<usize>, u64),
+    /// Two restrictions splitting the node, the one to search first first.
     Split(Restriction, Restriction),
 }
 

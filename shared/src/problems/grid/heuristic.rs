@@ -5,6 +5,9 @@
 use super::closure::Closure;
 use super::instance::SplitMix64;
 
+/// Span of a double-bridge kick (positions along the tour).
+const KICK_WINDOW: usize = 30;
+
 /// Dense distances of the closure plus the dummy city (index `cities`).
 struct Matrix {
     size: usize,
@@ -144,10 +147,14 @@ pub fn best_order(closure: &Closure, kicks: usize, seed: u64) -> (Vec<usize>, u6
     let len = best.len();
     if len >= 8 {
         for _ in 0..kicks {
-            let mut cuts = [0usize; 3];
-            for cut in cuts.iter_mut() {
-                *cut = 1 + (rng.next_u64() % (len as u64 - 1)) as usize;
-            }
+            // A local double bridge: three cuts within a short window of the tour.
+            let window = (len - 2).min(KICK_WINDOW) as u64;
+            let first = 1 + (rng.next_u64() % (len as u64 - 1 - window)) as usize;
+            let mut cuts = [
+                first,
+                first + 1 + (rng.next_u64() % window) as usize,
+                first + 1 + (rng.next_u64() % window) as usize,
+            ];
             cuts.sort_unstable();
             if cuts[0] == cuts[1] || cuts[1] == cuts[2] {
                 continue;

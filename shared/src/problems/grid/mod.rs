@@ -276,7 +276,7 @@ pub fn solve_instance(
 
 /// Iterated local search effort for a grid of `cities` cities.
 pub fn heuristic_kicks(cities: usize) -> usize {
-    (cities / 2).clamp(20, 300)
+    (2 * cities).clamp(50, 2000)
 }
 
 /// Connects the exact search to the worker: bound, improvements, checkpoints, stop, donation.

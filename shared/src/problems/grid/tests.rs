@@ -170,7 +170,7 @@ fn endpoint_units_cover_the_space() {
 fn stopped_units_resume_from_their_checkpoint() {
     let mut stopped = 0;
     for seed in 0..10u64 {
-        let problem = campaign(json!({"size": 5, "seed": seed}));
+        let problem = campaign(json!({"size": 7, "seed": seed}));
         let optimum = solve_instance(problem.instance(), None).unwrap().cost;
         // Start from a bound one above the optimum, so the search must find it itself.
         let payload = ExactUnit::root().encode();
@@ -230,7 +230,7 @@ impl SolveContext for Donating {
 fn donated_subtrees_and_the_rest_find_the_optimum() {
     let mut donations = 0;
     for seed in 0..10u64 {
-        let problem = campaign(json!({"size": 5, "seed": seed}));
+        let problem = campaign(json!({"size": 7, "seed": seed}));
         let optimum = solve_instance(problem.instance(), None).unwrap().cost as i64;
         let ctx = Donating {
             inner: context(Some(optimum + 1), None, None),
