@@ -89,6 +89,8 @@
 
 use std::fmt;
 
+mod backward;
+
 /// Largest supported deck size.
 pub const MAX_N: usize = 32;
 
@@ -143,6 +145,17 @@ pub enum SearchEnd {
     Exhausted,
     /// `should_stop` said so; the last checkpoint was passed to the observer.
     Stopped,
+}
+
+/// Which way the search runs (see the module docs). Both directions name units the same way
+/// (branch paths ending in a leaf 1), but the paths mean different things: a campaign's
+/// splitter and solver must use the same direction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direction {
+    /// Knuth's forward search over decks of unknown cards (paths = unique heads).
+    Forward,
+    /// Pepperdine's backward search from `1 ? ... ?` (paths = flip sizes, last flip first).
+    Backward,
 }
 
 /// How the deck is stored and flipped (see the module docs).
@@ -205,6 +218,7 @@ pub struct Searcher {
     /// Effective tail bounds: `tail[m]` bounds f(m) for m < n; `NO_BOUND` from n on.
     tail: [u32; 64],
     skip_fixed_points: bool,
+    direction: Direction,
     kernel: Kernel,
     check_interval: u64,
     stats: SearchStats,
@@ -216,6 +230,7 @@ impl fmt::Debug for Searcher {
             .field("n", &self.n)
             .field("tail", &&self.tail[..self.n])
             .field("skip_fixed_points", &self.skip_fixed_points)
+            .field("direction", &self.direction)
             .field("kernel", &self.kernel)
             .field("check_interval", &self.check_interval)
             .finish()
@@ -250,6 +265,7 @@ impl Searcher {
             n,
             tail,
             skip_fixed_points: false,
+            direction: Direction::Forward,
             kernel: Kernel::best(n),
             check_interval: DEFAULT_CHECK_INTERVAL,
             stats: SearchStats::default(),
@@ -286,6 +302,16 @@ impl Searcher {
         self.skip_fixed_points = skip;
     }
 
+    /// The search direction (default [`Direction::Forward`]).
+    pub fn direction(&self) -> Direction {
+        self.direction
+    }
+
+    /// Sets the search direction (for the splitter and every solver of a campaign alike).
+    pub fn set_direction(&mut self, direction: Direction) {
+        self.direction = direction;
+    }
+
     /// Nodes between two checkpoints / progress reports / stop and split checks (at least 1).
     pub fn set_check_interval(&mut self, nodes: u64) {
         self.check_interval = nodes.max(1);
@@ -315,8 +341,16 @@ impl Searcher {
     ) -> (Vec<Vec<u8>>, bool) {
         let mut out = Vec::new();
         let mut path = Vec::with_capacity(depth.min(MAX_N));
-        let root = Node::root(self.n);
-        let done = self.enumerate(&root, &mut path, depth, after, max, &mut out);
+        let done = match self.direction {
+            Direction::Forward => {
+                let root = Node::root(self.n);
+                self.enumerate(&root, &mut path, depth, after, max, &mut out)
+            }
+            Direction::Backward => {
+                let root = backward::Node::root(self.n);
+                backward::enumerate(&self.tail, &root, &mut path, depth, after, max, &mut out)
+            }
+        };
         (out, done)
     }
 
@@ -372,6 +406,9 @@ impl Searcher {
             Mode::Prove(target) => (target, self.skip_fixed_points),
             Mode::Discover => (obs.bound().map_or(0, |b| b.saturating_add(1)), true),
         };
+        if self.direction == Direction::Backward {
+            return self.search_backward(prefix, resume, limit, need, skip, mode, obs);
+        }
         let root = replay(n, &self.tail, prefix)?;
         let mut run = Run {
             n,
@@ -386,6 +423,49 @@ impl Searcher {
             interval: self.check_interval,
             stats: SearchStats::default(),
             path: [0; STACK],
+        };
+        run.path[..prefix.len()].copy_from_slice(prefix);
+        let result = run.start(self.kernel, &root, prefix, resume, limit);
+        self.stats = run.stats;
+        obs.progress(run.stats.nodes);
+        result
+    }
+}
+
+impl Searcher {
+    #[allow(clippy::too_many_arguments)]
+    fn search_backward(
+        &mut self,
+        prefix: &[u8],
+        resume: Option<&[u8]>,
+        limit: Option<&[u8]>,
+        need: u32,
+        skip: bool,
+        mode: Mode,
+        obs: &dyn Observer,
+    ) -> Result<SearchEnd, String> {
+        let deepest = backward::max_depth(self.n, &self.tail);
+        if deepest >= backward::BSTACK as u64 || prefix.len() >= backward::BSTACK {
+            return Err(format!(
+                "backward search: paths may reach {deepest} steps (2 f(n-1) + 2), more than the \
+                 {} it supports",
+                backward::BSTACK - 1
+            ));
+        }
+        let root = backward::replay(self.n, &self.tail, prefix)?;
+        let mut run = backward::Run {
+            n: self.n,
+            tail: self.tail,
+            need,
+            discover: mode == Mode::Discover,
+            skip,
+            obs,
+            resume: Vec::new(),
+            limit: Vec::new(),
+            limit_on: false,
+            interval: self.check_interval,
+            stats: SearchStats::default(),
+            path: [0; backward::BSTACK],
         };
         run.path[..prefix.len()].copy_from_slice(prefix);
         let result = run.start(self.kernel, &root, prefix, resume, limit);
@@ -653,6 +733,12 @@ mod simd {
         fn lower(self, m: u32) -> u32 {
             super::lower(&self.store(), m)
         }
+        /// Sets the top byte to `v`.
+        fn set_top(self, v: u32) -> Self;
+        /// Bit i set where byte i is i + 1 (card i + 1 at its own position).
+        fn matches(self) -> u64;
+        /// Bit i set where byte i has its high bit set (an unknown card).
+        fn unknowns(self) -> u64;
     }
 
     /// Portable kernel: a byte array.
@@ -682,6 +768,27 @@ mod simd {
         fn assign_flip(mut self, v: u32) -> Self {
             self.0[0] = v as u8;
             self.flip(v)
+        }
+        #[inline(always)]
+        fn set_top(mut self, v: u32) -> Self {
+            self.0[0] = v as u8;
+            self
+        }
+        #[inline(always)]
+        fn matches(self) -> u64 {
+            let mut out = 0;
+            for (i, &b) in self.0.iter().enumerate() {
+                out |= u64::from(b as usize == i + 1) << i;
+            }
+            out
+        }
+        #[inline(always)]
+        fn unknowns(self) -> u64 {
+            let mut out = 0;
+            for (i, &b) in self.0.iter().enumerate() {
+                out |= u64::from(b >> 7) << i;
+            }
+            out
         }
     }
 
@@ -766,6 +873,13 @@ mod simd {
 
         static MASKS: Masks = masks();
 
+        /// Byte i holds i + 1 (a card at its own position, low half).
+        const IOTA1: __m128i = v16([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16]);
+        /// Byte i holds i + 17 (high half).
+        const IOTA17: __m128i = v16([
+            17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32,
+        ]);
+
         /// Table index of a flip size (sizes above 32 never occur; they map to zero masks).
         #[inline(always)]
         fn idx(k: u32) -> usize {
@@ -809,6 +923,26 @@ mod simd {
                     )
                 };
                 Narrow(d).flip_top(v)
+            }
+            #[inline(always)]
+            fn set_top(self, v: u32) -> Self {
+                // SAFETY: SSE2 is part of x86-64.
+                Narrow(unsafe {
+                    _mm_or_si128(
+                        _mm_andnot_si128(_mm_cvtsi32_si128(0xff), self.0),
+                        _mm_cvtsi32_si128(v as i32),
+                    )
+                })
+            }
+            #[inline(always)]
+            fn matches(self) -> u64 {
+                // SAFETY: SSE2 is part of x86-64.
+                unsafe { _mm_movemask_epi8(_mm_cmpeq_epi8(self.0, IOTA1)) as u32 as u64 }
+            }
+            #[inline(always)]
+            fn unknowns(self) -> u64 {
+                // SAFETY: SSE2 is part of x86-64.
+                unsafe { _mm_movemask_epi8(self.0) as u32 as u64 }
             }
             #[inline(always)]
             fn lower(self, m: u32) -> u32 {
@@ -897,6 +1031,35 @@ mod simd {
                     )
                 };
                 Wide(lo, self.1).flip(v)
+            }
+            #[inline(always)]
+            fn set_top(self, v: u32) -> Self {
+                // SAFETY: SSE2 is part of x86-64.
+                let lo = unsafe {
+                    _mm_or_si128(
+                        _mm_andnot_si128(_mm_cvtsi32_si128(0xff), self.0),
+                        _mm_cvtsi32_si128(v as i32),
+                    )
+                };
+                Wide(lo, self.1)
+            }
+            #[inline(always)]
+            fn matches(self) -> u64 {
+                // SAFETY: SSE2 is part of x86-64.
+                unsafe {
+                    let lo = _mm_movemask_epi8(_mm_cmpeq_epi8(self.0, IOTA1)) as u32;
+                    let hi = _mm_movemask_epi8(_mm_cmpeq_epi8(self.1, IOTA17)) as u32;
+                    u64::from(lo | hi << 16)
+                }
+            }
+            #[inline(always)]
+            fn unknowns(self) -> u64 {
+                // SAFETY: SSE2 is part of x86-64.
+                unsafe {
+                    let lo = _mm_movemask_epi8(self.0) as u32;
+                    let hi = _mm_movemask_epi8(self.1) as u32;
+                    u64::from(lo | hi << 16)
+                }
             }
         }
     }
@@ -1619,8 +1782,13 @@ mod tests {
     }
 
     fn max_by_search(n: usize, tails: &[u32], kernel: Kernel) -> u32 {
+        max_in(n, tails, kernel, Direction::Forward)
+    }
+
+    fn max_in(n: usize, tails: &[u32], kernel: Kernel, dir: Direction) -> u32 {
         let mut s = Searcher::new(n, tails.to_vec()).unwrap();
         s.set_kernel(kernel).unwrap();
+        s.set_direction(dir);
         let obs = Rec::new();
         assert_eq!(
             s.search(&[], None, None, Mode::Discover, &obs).unwrap(),
@@ -1631,6 +1799,22 @@ mod tests {
 
     fn searcher(n: usize) -> Searcher {
         Searcher::new(n, KNOWN_F[..n].to_vec()).unwrap()
+    }
+
+    const DIRS: [Direction; 2] = [Direction::Forward, Direction::Backward];
+
+    fn searcher_in(n: usize, dir: Direction) -> Searcher {
+        let mut s = searcher(n);
+        s.set_direction(dir);
+        s
+    }
+
+    /// The leaf path of a concrete deck in the tree of `dir`.
+    fn path_in(deck: &[u8], dir: Direction) -> (Vec<u8>, u64) {
+        match dir {
+            Direction::Forward => leaf_path(deck).unwrap(),
+            Direction::Backward => backward::leaf_path(deck).unwrap(),
+        }
     }
 
     /// Every deck of a full search, once each (fails on duplicates).
@@ -1699,7 +1883,9 @@ mod tests {
                 .unwrap();
             assert_eq!(brute, KNOWN_F[n]);
             for k in kernels(n) {
-                assert_eq!(max_by_search(n, &t[..n], k), brute, "n = {n}, {k}");
+                for dir in DIRS {
+                    assert_eq!(max_in(n, &t[..n], k, dir), brute, "n = {n}, {k}, {dir:?}");
+                }
             }
         }
     }
@@ -1723,15 +1909,19 @@ mod tests {
                         .filter(|(d, fl)| *fl >= target && !(skip && has_fixed_point(d)))
                         .map(|(d, _)| d.clone())
                         .collect();
-                    for k in kernels(n) {
+                    for (k, dir) in kernels(n).into_iter().flat_map(|k| DIRS.map(|d| (k, d))) {
                         let mut s = Searcher::new(n, t[..n].to_vec()).unwrap();
                         s.set_kernel(k).unwrap();
+                        s.set_direction(dir);
                         s.set_skip_fixed_points(skip);
                         let obs = Rec::new();
                         s.search(&[], None, None, Mode::Prove(target), &obs)
                             .unwrap();
                         let got = as_set(&obs.found.borrow());
-                        assert_eq!(got, want, "n = {n}, target {target}, skip {skip}, {k}");
+                        assert_eq!(
+                            got, want,
+                            "n = {n}, target {target}, skip {skip}, {k}, {dir:?}"
+                        );
                         assert_eq!(s.stats().decks as usize, want.len());
                     }
                 }
@@ -1752,23 +1942,34 @@ mod tests {
 
     #[test]
     fn leaf_paths_name_search_leaves() {
+        for dir in DIRS {
+            leaf_paths_name_leaves_in(dir);
+        }
+    }
+
+    fn leaf_paths_name_leaves_in(dir: Direction) {
         let n = 7;
-        let s = searcher(n);
+        let s = searcher_in(n, dir);
+        // The longest path: n + 1 forward, f(n) + 1 backward.
+        let full = match dir {
+            Direction::Forward => n + 1,
+            Direction::Backward => KNOWN_F[n] as usize + 1,
+        };
         let leaves: BTreeSet<Vec<u8>> = s
-            .prefixes(n + 1)
+            .prefixes(full)
             .into_iter()
             .inspect(|p| assert_eq!(p.last(), Some(&1)))
             .collect();
         let mut seen = BTreeSet::new();
         for d in permutations(n) {
-            let (path, flips) = leaf_path(&d).unwrap();
+            let (path, flips) = path_in(&d, dir);
             assert!(leaves.contains(&path), "{d:?} -> {path:?}");
             assert_eq!(flips, count_flips(&d).unwrap());
             seen.insert(path);
         }
         assert_eq!(seen, leaves);
         // Depth-first order is lexicographic order.
-        let listed = s.prefixes(n + 1);
+        let listed = s.prefixes(full);
         assert!(listed.windows(2).all(|w| w[0] < w[1]));
     }
 
@@ -1776,8 +1977,8 @@ mod tests {
     fn prefixes_partition_the_tree() {
         let n = 7;
         let everything: BTreeSet<Vec<u8>> = permutations(n).into_iter().collect();
-        for depth in 0..=n + 1 {
-            let mut s = searcher(n);
+        for (depth, dir) in (0..=n + 1).flat_map(|d| DIRS.map(|dir| (d, dir))) {
+            let mut s = searcher_in(n, dir);
             // Lazily, in batches of 5.
             let mut after: Option<Vec<u8>> = None;
             let mut all = Vec::new();
@@ -1803,7 +2004,11 @@ mod tests {
                     SearchEnd::Exhausted
                 );
             }
-            assert_eq!(as_set(&obs.found.borrow()), everything, "depth {depth}");
+            assert_eq!(
+                as_set(&obs.found.borrow()),
+                everything,
+                "depth {depth} {dir:?}"
+            );
         }
     }
 
@@ -1865,10 +2070,10 @@ mod tests {
     fn stops_resumes_and_donations_cover_exactly_once() {
         let n = 7;
         let everything: BTreeSet<Vec<u8>> = permutations(n).into_iter().collect();
-        for k in kernels(n) {
+        for (k, dir) in kernels(n).into_iter().flat_map(|k| DIRS.map(|d| (k, d))) {
             for interval in [1, 3, 17] {
                 for (stop, split) in [(Some(1), None), (None, Some(1)), (Some(3), Some(2))] {
-                    let mut s = searcher(n);
+                    let mut s = searcher_in(n, dir);
                     s.set_kernel(k).unwrap();
                     s.set_check_interval(interval);
                     let (found, donations) =
@@ -1876,7 +2081,7 @@ mod tests {
                     assert_eq!(
                         as_set(&found),
                         everything,
-                        "{k} {interval} {stop:?} {split:?}"
+                        "{k} {dir:?} {interval} {stop:?} {split:?}"
                     );
                     if split.is_some() {
                         assert!(donations > 0);
@@ -1890,17 +2095,21 @@ mod tests {
     fn donation_under_a_limit_that_cuts_a_subtree() {
         let n = 7;
         let all = permutations(n);
-        let mut s = searcher(n);
-        s.set_check_interval(1);
-        for limit in [
-            vec![4u8, 2, 6, 3],
-            vec![2, 7, 5],
-            vec![6, 1],
-            vec![3, 4, 2, 5, 7, 1],
+        for (dir, limit) in [
+            (Direction::Forward, vec![4u8, 2, 6, 3]),
+            (Direction::Forward, vec![2, 7, 5]),
+            (Direction::Forward, vec![6, 1]),
+            (Direction::Forward, vec![3, 4, 2, 5, 7, 1]),
+            (Direction::Backward, vec![4u8, 2, 6, 3]),
+            (Direction::Backward, vec![3, 7, 5]),
+            (Direction::Backward, vec![6, 1]),
+            (Direction::Backward, vec![3, 4, 2, 5, 3, 1]),
         ] {
+            let mut s = searcher_in(n, dir);
+            s.set_check_interval(1);
             let want: BTreeSet<Vec<u8>> = all
                 .iter()
-                .filter(|d| leaf_path(d).unwrap().0 < limit)
+                .filter(|d| path_in(d, dir).0 < limit)
                 .cloned()
                 .collect();
             let (found, donations) = drive(
@@ -1911,23 +2120,25 @@ mod tests {
                 Some(1),
             );
             assert!(donations > 0);
-            assert_eq!(as_set(&found), want, "limit {limit:?}");
+            assert_eq!(as_set(&found), want, "limit {limit:?} {dir:?}");
         }
     }
 
     #[test]
     fn discovery_finds_the_maximum_with_stops_and_donations() {
         let n = 8;
-        let mut s = searcher(n);
-        s.set_check_interval(50);
-        let (found, _) = drive(
-            &mut s,
-            Mode::Discover,
-            vec![(vec![], None)],
-            Some(2),
-            Some(3),
-        );
-        assert_eq!(found.iter().map(|f| f.1).max(), Some(KNOWN_F[n]));
+        for dir in DIRS {
+            let mut s = searcher_in(n, dir);
+            s.set_check_interval(50);
+            let (found, _) = drive(
+                &mut s,
+                Mode::Discover,
+                vec![(vec![], None)],
+                Some(2),
+                Some(3),
+            );
+            assert_eq!(found.iter().map(|f| f.1).max(), Some(KNOWN_F[n]), "{dir:?}");
+        }
     }
 
     /// Every kernel flips like the byte-array one, for every size up to its width.
@@ -1960,6 +2171,20 @@ mod tests {
                 assert_eq!(D::load(&bytes).top(), k);
                 let m = 1 + (round * 7) % width;
                 assert_eq!(D::load(&bytes).lower(m), lower(&bytes, m));
+                // Backward-search helpers, on bytes with planted matches and unknowns.
+                for (i, b) in bytes.iter_mut().enumerate().take(w) {
+                    if (round as usize + i).is_multiple_of(3) {
+                        *b = i as u8 + 1;
+                    }
+                }
+                let lanes = below(width);
+                let b = Bytes(bytes);
+                assert_eq!(D::load(&bytes).matches() & lanes, b.matches() & lanes);
+                assert_eq!(D::load(&bytes).unknowns() & lanes, b.unknowns() & lanes);
+                assert_eq!(
+                    D::load(&bytes).set_top(k).store()[..w],
+                    b.set_top(k).store()[..w]
+                );
             }
         }
         check::<Bytes>(32);
@@ -1987,16 +2212,18 @@ mod tests {
             depth in 0usize..4,
             target in prop::sample::select(vec![0u32, 4, 9]),
             skip in any::<bool>(),
+            backward in any::<bool>(),
         ) {
             let n = 6;
-            let mut s = searcher(n);
+            let dir = if backward { Direction::Backward } else { Direction::Forward };
+            let mut s = searcher_in(n, dir);
             s.set_skip_fixed_points(skip);
             let prefixes = s.prefixes(depth);
             let prefix = prefixes[prefix_pick % prefixes.len()].clone();
             let want: BTreeSet<Vec<u8>> = permutations(n)
                 .into_iter()
                 .filter(|d| {
-                    let (p, f) = leaf_path(d).unwrap();
+                    let (p, f) = path_in(d, dir);
                     p.starts_with(&prefix)
                         && resume.as_ref().is_none_or(|r| &p >= r)
                         && limit.as_ref().is_none_or(|l| &p < l)
@@ -2018,9 +2245,11 @@ mod tests {
             split in prop::option::of(1u64..4),
             depth in 0usize..3,
             target in prop::sample::select(vec![0u32, 6, 12]),
+            backward in any::<bool>(),
         ) {
             let n = 7;
-            let mut s = searcher(n);
+            let dir = if backward { Direction::Backward } else { Direction::Forward };
+            let mut s = searcher_in(n, dir);
             s.set_check_interval(interval);
             let units = s.prefixes(depth).into_iter().map(|p| (p, None)).collect();
             let (found, _) = drive(&mut s, Mode::Prove(target), units, stop, split);
