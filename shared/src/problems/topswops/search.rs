@@ -739,6 +739,8 @@ mod simd {
         fn matches(self) -> u64;
         /// Bit i set where byte i has its high bit set (an unknown card).
         fn unknowns(self) -> u64;
+        /// Bit i set where byte i is a known card that is 1 or above `s`.
+        fn inert(self, s: u32) -> u64;
     }
 
     /// Portable kernel: a byte array.
@@ -787,6 +789,15 @@ mod simd {
             let mut out = 0;
             for (i, &b) in self.0.iter().enumerate() {
                 out |= u64::from(b >> 7) << i;
+            }
+            out
+        }
+        #[inline(always)]
+        fn inert(self, s: u32) -> u64 {
+            let mut out = 0;
+            for (i, &b) in self.0.iter().enumerate() {
+                let known = b & 0x80 == 0;
+                out |= u64::from(known && (b == 1 || u32::from(b) > s)) << i;
             }
             out
         }
@@ -873,6 +884,16 @@ mod simd {
 
         static MASKS: Masks = masks();
 
+        /// 0xff where a byte is a known card (high bit clear) equal to 1 or above `s` (a signed
+        /// comparison: unknown bytes are negative).
+        #[inline(always)]
+        unsafe fn inert16(x: __m128i, s: u32) -> __m128i {
+            _mm_or_si128(
+                _mm_cmpeq_epi8(x, _mm_set1_epi8(1)),
+                _mm_cmpgt_epi8(x, _mm_set1_epi8(s.min(127) as i8)),
+            )
+        }
+
         /// Byte i holds i + 1 (a card at its own position, low half).
         const IOTA1: __m128i = v16([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16]);
         /// Byte i holds i + 17 (high half).
@@ -943,6 +964,11 @@ mod simd {
             fn unknowns(self) -> u64 {
                 // SAFETY: SSE2 is part of x86-64.
                 unsafe { _mm_movemask_epi8(self.0) as u32 as u64 }
+            }
+            #[inline(always)]
+            fn inert(self, s: u32) -> u64 {
+                // SAFETY: SSE2 is part of x86-64.
+                unsafe { _mm_movemask_epi8(inert16(self.0, s)) as u32 as u64 }
             }
             #[inline(always)]
             fn lower(self, m: u32) -> u32 {
@@ -1058,6 +1084,15 @@ mod simd {
                 unsafe {
                     let lo = _mm_movemask_epi8(self.0) as u32;
                     let hi = _mm_movemask_epi8(self.1) as u32;
+                    u64::from(lo | hi << 16)
+                }
+            }
+            #[inline(always)]
+            fn inert(self, s: u32) -> u64 {
+                // SAFETY: SSE2 is part of x86-64.
+                unsafe {
+                    let lo = _mm_movemask_epi8(inert16(self.0, s)) as u32;
+                    let hi = _mm_movemask_epi8(inert16(self.1, s)) as u32;
                     u64::from(lo | hi << 16)
                 }
             }
@@ -2181,6 +2216,7 @@ mod tests {
                 let b = Bytes(bytes);
                 assert_eq!(D::load(&bytes).matches() & lanes, b.matches() & lanes);
                 assert_eq!(D::load(&bytes).unknowns() & lanes, b.unknowns() & lanes);
+                assert_eq!(D::load(&bytes).inert(m) & lanes, b.inert(m) & lanes);
                 assert_eq!(
                     D::load(&bytes).set_top(k).store()[..w],
                     b.set_top(k).store()[..w]

@@ -214,34 +214,54 @@ fn legal<D: Deck>(deck: D, unused: u64, positions: u64) -> u64 {
     ((deck.matches() | (deck.unknowns() & (unused >> 1))) << 1) & positions
 }
 
-/// The children worth trying at a node: its legal un-flips, and the leaf when the flips
-/// reach the goal (and, when skipping fixed points, no known card k >= 2 is at position k).
+/// The children worth trying at a node with legal un-flips `moves`: those, and the leaf when
+/// the flips reach the goal (and, when skipping fixed points, no known card k >= 2 is at
+/// position k).
 #[inline(always)]
-fn children<D: Deck>(deck: D, flips: u32, unused: u64, need: u32, skip: bool, pos: u64) -> u64 {
-    let moves = legal(deck, unused, pos);
+fn children<D: Deck>(deck: D, moves: u64, flips: u32, need: u32, skip: bool, pos: u64) -> u64 {
     let fixed = skip && (deck.matches() << 1) & pos != 0;
     let leaf = if flips >= need && !fixed { 2 } else { 0 };
     moves | leaf
 }
 
-/// The child un-flipping position `k` (k >= 2): its deck, or `None` when the bound prunes it.
+/// The child un-flipping position `k` (k >= 2) of a node with `flips` flips: its deck, unused
+/// values and children, or `None` when the bound prunes it (see the module docs: the child's
+/// highest legal position s caps what its leaves reach at `flips + 1 + f(s)`, one less when the
+/// un-flip dropped s below k and another card of positions 2..=s can never reach the top).
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 fn branch<D: Deck>(
     deck: D,
     k: u32,
     flips: u32,
     unused: u64,
     need: u32,
+    skip: bool,
     tail: &[u32; 64],
     pos: u64,
-) -> Option<(D, u64)> {
+) -> Option<(D, u64, u64)> {
     let x = deck.flip(k).set_top(k);
     let unused = unused & !bit(k);
-    let s = top_bit(legal(x, unused, pos));
-    if flips + 1 + tail[s as usize & 63] < need {
+    let moves = legal(x, unused, pos);
+    let s = top_bit(moves);
+    let reach = flips + 1 + tail[s as usize & 63];
+    if reach < need || (reach == need && s < k && s >= 2 && second_inert(x, s, unused)) {
         return None;
     }
-    Some((x, unused))
+    Some((x, unused, children(x, moves, flips + 1, need, skip, pos)))
+}
+
+/// Whether positions 2..=s hold a card that can never reach the top again while the game stays
+/// within the top s positions: card 1, a known card above s, or an unknown card beyond the
+/// number of unused values 2..=s.
+#[cold]
+#[inline(never)]
+fn second_inert<D: Deck>(x: D, s: u32, unused: u64) -> bool {
+    let lanes = below(s) & !1;
+    if x.inert(s) & lanes != 0 {
+        return true;
+    }
+    (x.unknowns() & lanes).count_ones() > (unused & below(s + 1)).count_ones()
 }
 
 /// The state of one backward search call (mirrors the forward `Run`).
@@ -365,13 +385,14 @@ impl Run<'_> {
             return None;
         }
         let pos = self.positions();
-        let (x, unused) = branch(lvl.deck, v, lvl.flips, lvl.unused, need, &self.tail, pos)?;
-        let flips = lvl.flips + 1;
+        let (x, unused, todo) = branch(
+            lvl.deck, v, lvl.flips, lvl.unused, need, self.skip, &self.tail, pos,
+        )?;
         Some(Level {
             deck: x,
-            flips,
+            flips: lvl.flips + 1,
             unused,
-            todo: children(x, flips, unused, need, self.skip, pos),
+            todo,
             lim: 0,
         })
     }
@@ -402,7 +423,14 @@ impl Run<'_> {
             deck,
             flips: node.flips,
             unused: node.unused,
-            todo: children(deck, node.flips, node.unused, need, skip, pos),
+            todo: children(
+                deck,
+                legal(deck, node.unused, pos),
+                node.flips,
+                need,
+                skip,
+                pos,
+            ),
             lim: 0,
         };
         if self.limit_on {
@@ -499,12 +527,14 @@ impl Run<'_> {
                 }
                 continue;
             }
-            let Some((x, unused)) = branch(lvl.deck, v, flips, lvl.unused, need, &tail, pos) else {
+            let Some((x, unused, next_todo)) =
+                branch(lvl.deck, v, flips, lvl.unused, need, skip, &tail, pos)
+            else {
                 continue;
             };
             levels[d & (BSTACK - 1)].todo = todo;
             let c = flips + 1;
-            todo = children(x, c, unused, need, skip, pos);
+            todo = next_todo;
             d += 1;
             let next = &mut levels[d & (BSTACK - 1)];
             next.deck = x;
