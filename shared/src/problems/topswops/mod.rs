@@ -42,6 +42,10 @@ pub struct TopswopsParams {
     #[arg(long)]
     #[serde(default)]
     pub split_depth: Option<u32>,
+    /// Search direction: forward or backward (default: chosen from n, target and f(n-1)).
+    #[arg(long)]
+    #[serde(default)]
+    pub direction: Option<String>,
 }
 
 /// An exact Topswops instance.
@@ -49,6 +53,7 @@ pub struct Topswops {
     params: TopswopsParams,
     /// f(m) for m < n, index m (index 0 unused).
     tail_bounds: Vec<u32>,
+    direction: search::Direction,
 }
 
 impl ProblemDef for Topswops {
@@ -92,9 +97,17 @@ impl ProblemDef for Topswops {
         let mut tail_bounds = vec![0];
         tail_bounds.extend_from_slice(&known);
         params.known = Some(known);
+        let direction = search::Direction::choose(
+            params.direction.as_deref(),
+            n as usize,
+            &tail_bounds,
+            params.target,
+        )
+        .map_err(|e| ProblemError::InvalidParams(format!("--direction: {e}")))?;
         Ok(Topswops {
             params,
             tail_bounds,
+            direction,
         })
     }
 
@@ -255,7 +268,10 @@ impl Topswops {
     }
 
     fn searcher(&self) -> Result<Searcher, ProblemError> {
-        Searcher::new(self.n() as usize, self.tail_bounds.clone()).map_err(ProblemError::Solver)
+        let mut searcher = Searcher::new(self.n() as usize, self.tail_bounds.clone())
+            .map_err(ProblemError::Solver)?;
+        searcher.set_direction(self.direction);
+        Ok(searcher)
     }
 
     fn deck_of(&self, solution: &Value) -> Result<Vec<u8>, ProblemError> {

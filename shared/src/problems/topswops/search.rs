@@ -1,5 +1,6 @@
-//! Exact Topswops search: Knuth's forward search over decks of unknown cards, with pruning,
-//! checkpoints (resume), lexicographic upper limits and stack-splitting donation. Everything
+//! Exact Topswops search: Knuth's forward search over decks of unknown cards, or Pepperdine's
+//! backward search from the last deck, with pruning, checkpoints (resume), lexicographic upper
+//! limits and stack-splitting donation. Everything
 //! here is single-threaded per call; the caller runs many units concurrently.
 //!
 //! # The game
@@ -56,6 +57,49 @@
 //! * **Useless children.** A branch's 1-child (a leaf) is only tried when the flips so far
 //!   reach the goal, and its m-child (card m surfacing, which sends the boundary to m - 1 or
 //!   below) only when `flips + 1 + bound(m - 1)` does.
+//!
+//! # Backward search ([`Direction::Backward`])
+//!
+//! Pepperdine's method runs the game in reverse from its last deck `1 ? ... ?` (card 1 on
+//! top, the other cards unknown, now labelled by position). Un-flipping position k (k >= 2)
+//! is possible when it holds card k, or an unknown card and the value k is unused (the card
+//! becomes k): the top k cards are reversed and card k is on top, and every deck of the new
+//! node takes one flip more (its top card k is flipped, back to the parent). So a node's
+//! *depth* is the flip count of all its decks (the unknown cards never reach the top, any
+//! filling plays the same game). Paths are the un-flipped positions, last flip first; the
+//! child 1 is the leaf "this deck is the start" (tried first, and only when the depth reaches
+//! the goal), so paths end with 1 and depth-first order is again the lexicographic order:
+//! ranges, checkpoints and donation work exactly as above. [`Searcher::set_direction`]
+//! chooses the tree; the forward one is the default.
+//!
+//! **Frozen positions.** Let s be the highest position with a legal un-flip. A position above
+//! s holds a known card other than its own number, or an unknown card whose number is used:
+//! un-flips at or below s never change that, so positions above s never move again. Every
+//! descendant D'' then reaches the node D with flips of at most s cards; the cards of the top
+//! s positions that reach the top meanwhile have distinct values in 2..=s, and giving the
+//! others the remaining values of 1..=s makes an s-card deck that plays the same flips: at
+//! most f(s) of them. So the node's leaves reach at most `depth + f(s)` flips, and the search
+//! prunes when that cannot meet the goal. The bound only changes when s drops, i.e. after
+//! un-flipping position s (the forward bound's "card m flipped"), where it is checked. Then
+//! the new top card k > s never reaches the top within the segment either; if positions 2..=s
+//! hold another such card (card 1, a known card above s, or more unknown cards than unused
+//! values 2..=s), the relabelling can give the top card a value >= 2, the s-card game makes one
+//! more flip after the segment, and the bound is `depth + f(s) - 1`.
+//!
+//! **Depth.** Card n is un-flipped at most once (position n must hold card n, and only
+//! un-flipping n itself could put it back). Before, every un-flip is at most n - 1 (at most
+//! f(n-1) of them, by the argument above); after, at most f(n-1) more: paths are at most
+//! 2 f(n-1) + 2 long, and the search refuses bounds that would allow more than its stack.
+//!
+//! # Which direction
+//!
+//! The forward bound after card n surfaces is `flips + f(m)` with m <= n - 1, so the forward
+//! search gains most when the goal is far above f(n-1); until card n surfaces it has no bound.
+//! The backward search has no bound until position n is un-flipped (its part of the tree that
+//! grows with n alone), then `depth + f(s)`. Measured single-core (BENCHMARKS.md): forward is
+//! 1.1-1.3x faster for n = 12..14 (target - f(n-1) = 14, 15, 21), backward 1.5x faster for
+//! n = 15 (113 - 101 = 12). [`Direction::choose`] follows that: backward when the target is at
+//! most [`BACKWARD_MAX_GAP`] above f(n-1), forward otherwise and in discovery mode.
 //!
 //! # Kernels
 //!
@@ -157,6 +201,43 @@ pub enum Direction {
     /// Pepperdine's backward search from `1 ? ... ?` (paths = flip sizes, last flip first).
     Backward,
 }
+
+impl Direction {
+    /// The direction for a campaign: the given one (`"forward"` or `"backward"`), or when
+    /// `None` the faster one for a proof at `target` (see the module docs, "Which direction"):
+    /// backward when the target is at most [`BACKWARD_MAX_GAP`] above the bound on f(n-1)
+    /// (`tail_bounds[n - 1]`), else forward (always forward in discovery mode).
+    pub fn choose(
+        given: Option<&str>,
+        n: usize,
+        tail_bounds: &[u32],
+        target: Option<u32>,
+    ) -> Result<Direction, String> {
+        match given {
+            Some("forward") => Ok(Direction::Forward),
+            Some("backward") => Ok(Direction::Backward),
+            Some(other) => Err(format!(
+                "unknown direction {other:?}: expected forward or backward"
+            )),
+            None => {
+                let below = n
+                    .checked_sub(1)
+                    .and_then(|m| tail_bounds.get(m))
+                    .copied()
+                    .filter(|_| n >= 2);
+                Ok(match (target, below) {
+                    (Some(t), Some(f)) if t <= f.saturating_add(BACKWARD_MAX_GAP) => {
+                        Direction::Backward
+                    }
+                    _ => Direction::Forward,
+                })
+            }
+        }
+    }
+}
+
+/// Largest `target - f(n-1)` for which [`Direction::choose`] picks the backward search.
+pub const BACKWARD_MAX_GAP: u32 = 12;
 
 /// How the deck is stored and flipped (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -1962,6 +2043,22 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn direction_choice() {
+        let f = |n: usize| KNOWN_F[..n].to_vec();
+        let choose = |given, n, target| Direction::choose(given, n, &f(n), target);
+        assert_eq!(choose(None, 15, Some(113)), Ok(Direction::Backward));
+        assert_eq!(choose(None, 14, Some(101)), Ok(Direction::Forward));
+        assert_eq!(choose(None, 15, None), Ok(Direction::Forward));
+        assert_eq!(choose(None, 1, Some(0)), Ok(Direction::Forward));
+        assert_eq!(
+            choose(Some("forward"), 15, Some(113)),
+            Ok(Direction::Forward)
+        );
+        assert_eq!(choose(Some("backward"), 4, None), Ok(Direction::Backward));
+        assert!(choose(Some("sideways"), 4, None).is_err());
     }
 
     #[test]
