@@ -15,9 +15,19 @@
  *   vector unit (n <= 16; SSSE3 enabled per function, like grind's run-time dispatch); a
  *   portable byte-array kernel for n <= 32.
  *
- * Usage: topswops_ref N [-t TARGET] [-d] [-s] [-p]
+ *   Backward (-b): Pepperdine's search from the last deck "1 ? ... ?" (cards known or unknown,
+ *   by position): un-flip position k when it holds card k, or an unknown card and k is unused
+ *   (then it becomes k); children in increasing k, the leaf ("this deck is the start") first
+ *   when the flips reach the goal (and, with -s, no known card k >= 2 sits at position k).
+ *   Pruning: s = the highest position with a legal un-flip (positions above it never move
+ *   again), so the leaves below reach at most flips + f(s); one less when the un-flip dropped s
+ *   below k and positions 2..s hold another card that can never reach the top (card 1, a known
+ *   card above s, or more unknown cards than unused values 2..s).
+ *
+ * Usage: topswops_ref N [-t TARGET] [-d] [-s] [-p] [-b]
  *   default: proof mode at target f(N) (known values, OEIS A000375); -d discovery mode
- *   (bound starts at f(N)-1 and rises); -s skip fixed points in proof mode; -p portable kernel.
+ *   (bound starts at f(N)-1 and rises); -s skip fixed points in proof mode; -p portable kernel;
+ *   -b backward search (SSSE3 kernel only, n <= 16).
  *   Tail bounds: the known f(m), m < N. Prints n, mode, seconds (thread CPU time), nodes,
  *   nodes/s, decks, max.
  *
@@ -216,6 +226,92 @@ __attribute__((target("ssse3"))) static void search_sse(void)
     SEARCH_BODY(__m128i, s_load, s_store, s_top, s_flip_top, s_assign_flip)
 #endif
 
+#if HAVE_SSE
+/* Backward search (see the header). Deck byte i = card at position i+1, 0x80 = unknown. */
+static void report_back(const uint8_t *deck, uint64_t unused, unsigned flips) {
+    uint8_t known[MAXN];
+    for (int i = 0; i < n; i++) known[i] = (deck[i] & UNKNOWN) ? 0 : deck[i];
+    leaves++;
+    decks += discover ? 1 : fillings(unused, known);
+    if (flips > best) best = flips;
+    if (discover && flips + 1 > need) need = flips + 1;
+}
+
+__attribute__((target("ssse3"))) static void search_back(void) {
+    struct level {
+        __m128i deck;
+        unsigned flips;
+        uint64_t unused, todo;
+    } st[512];
+    const __m128i iota1 = _mm_setr_epi8(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16);
+    const __m128i keep = _mm_setr_epi8(0x70, 0x71, 0x72, 0x73, 0x74, 0x75, 0x76, 0x77, 0x78, 0x79,
+                                       0x7a, 0x7b, 0x7c, 0x7d, 0x7e, 0x7f);
+    uint8_t bytes[16] = {0};
+    bytes[0] = 1;
+    for (int i = 1; i < n; i++) bytes[i] = UNKNOWN;
+    uint64_t pos = ((1ull << (n + 1)) - 1) & ~3ull; /* positions 2..n */
+#define B_LEGAL(x, u)                                                                           \
+    ((((uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(x, iota1)) |                        \
+       ((uint64_t)(unsigned)_mm_movemask_epi8(x) & ((u) >> 1)))                                 \
+      << 1) &                                                                                   \
+     pos)
+#define B_LEAF(x, c)                                                                            \
+    ((c) >= need &&                                                                             \
+             !(skip && ((((uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(x, iota1))) << 1) & \
+                        pos))                                                                   \
+         ? 2ull                                                                                 \
+         : 0ull)
+    int d = 0;
+    st[0].deck = _mm_loadu_si128((const __m128i *)bytes);
+    st[0].flips = 0;
+    st[0].unused = pos; /* values 2..n */
+    st[0].todo = B_LEGAL(st[0].deck, st[0].unused) | B_LEAF(st[0].deck, 0u);
+    uint64_t cnt = 0;
+    for (;;) {
+        struct level *L = &st[d];
+        if (!L->todo) {
+            if (d == 0) break;
+            d--;
+            continue;
+        }
+        unsigned k = __builtin_ctzll(L->todo);
+        L->todo &= L->todo - 1;
+        cnt++;
+        if (k == 1) {
+            uint8_t out[16];
+            _mm_storeu_si128((__m128i *)out, L->deck);
+            report_back(out, L->unused, L->flips);
+            continue;
+        }
+        /* reverse the top k, then card k on top */
+        __m128i t = _mm_set1_epi8((char)k);
+        __m128i x = _mm_shuffle_epi8(L->deck, _mm_min_epu8(_mm_sub_epi8(t, iota1), keep));
+        x = _mm_or_si128(_mm_andnot_si128(_mm_cvtsi32_si128(0xff), x), _mm_cvtsi32_si128((int)k));
+        uint64_t unused = L->unused & ~(1ull << k);
+        uint64_t moves = B_LEGAL(x, unused);
+        unsigned s = moves ? 63 - __builtin_clzll(moves) : 0;
+        unsigned c = L->flips + 1;
+        unsigned reach = c + tail[s];
+        if (reach < need) continue;
+        if (reach == need && s < k && s >= 2) {
+            uint64_t lanes = ((1ull << s) - 1) & ~1ull;
+            __m128i inert = _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8(1)),
+                                         _mm_cmpgt_epi8(x, _mm_set1_epi8((char)s)));
+            uint64_t im = (uint64_t)(unsigned)_mm_movemask_epi8(inert) & lanes;
+            uint64_t unk = (uint64_t)(unsigned)_mm_movemask_epi8(x) & lanes;
+            uint64_t freev = unused & ((2ull << s) - 1);
+            if (im || __builtin_popcountll(unk) > __builtin_popcountll(freev)) continue;
+        }
+        d++;
+        st[d].deck = x;
+        st[d].flips = c;
+        st[d].unused = unused;
+        st[d].todo = moves | B_LEAF(x, c);
+    }
+    nodes = cnt;
+}
+#endif
+
 static double cpu_now(void) {
     struct timespec t;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
@@ -233,12 +329,13 @@ int main(int argc, char **argv) {
         return 2;
     }
     long target = KNOWN_F[n];
-    int portable = 0;
+    int portable = 0, backward = 0;
     for (int i = 2; i < argc; i++) {
         if (!strcmp(argv[i], "-t") && i + 1 < argc) target = atol(argv[++i]);
         else if (!strcmp(argv[i], "-d")) discover = 1;
         else if (!strcmp(argv[i], "-s")) skip = 1;
         else if (!strcmp(argv[i], "-p")) portable = 1;
+        else if (!strcmp(argv[i], "-b")) backward = 1;
     }
     for (int m = 0; m < 64; m++) tail[m] = m < n ? KNOWN_F[m] : NO_BOUND;
     if (discover) {
@@ -253,14 +350,20 @@ int main(int argc, char **argv) {
 #else
     int sse = 0;
 #endif
+    if (backward && !sse) {
+        fprintf(stderr, "-b needs SSSE3 and n <= 16\n");
+        return 2;
+    }
     double t0 = cpu_now();
 #if HAVE_SSE
+    if (backward) search_back(); else
     if (sse) search_sse(); else
 #endif
     search_portable();
     double s = cpu_now() - t0;
     const char *mode = discover ? "discover" : (skip ? "prove" : "prove-all");
-    printf("%3d %10s %13s %9.3f %14llu %10.1f %6llu %5u\n", n, mode, sse ? "c-ssse3" : "c-portable", s,
+    printf("%3d %10s %16s %9.3f %14llu %10.1f %6llu %5u\n", n, mode,
+           backward ? "c-ssse3-bwd" : (sse ? "c-ssse3" : "c-portable"), s,
            (unsigned long long)nodes, nodes / s / 1e6, (unsigned long long)decks, best);
     return 0;
 }

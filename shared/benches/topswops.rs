@@ -2,7 +2,8 @@
 //! per run: n, mode, kernel, seconds, nodes, nodes/s, decks found.
 //!
 //! `cargo bench -p grind-shared --bench topswops [-- N... [--mode prove|prove-all|discover]
-//! [--kernel auto|portable|narrow|wide] [--repeat R]]` (default: n = 12 13 14, mode prove).
+//! [--kernel auto|portable|narrow|wide] [--direction forward|backward] [--repeat R]]`
+//! (default: n = 12 13 14, mode prove, forward).
 //!
 //! * `prove`: proof mode at target f(n), fixed-point decks skipped (`set_skip_fixed_points`,
 //!   sound for proving the maximum) — the configuration of `bench/topswops_ref.c`.
@@ -22,7 +23,9 @@
 use std::cell::Cell;
 use std::time::Instant;
 
-use grind_shared::problems::topswops::search::{count_flips, Kernel, Mode, Observer, Searcher};
+use grind_shared::problems::topswops::search::{
+    count_flips, Direction, Kernel, Mode, Observer, Searcher,
+};
 
 /// f(m) for m = 0..=19, published (OEIS A000375): the benchmark proves these targets.
 const KNOWN_F: [u32; 20] = [
@@ -71,12 +74,23 @@ fn main() {
     let mut sizes = Vec::new();
     let mut mode = "prove".to_string();
     let mut kernel = "auto".to_string();
+    let mut direction = Direction::Forward;
     let mut repeat = 1;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--mode" => mode = args.next().unwrap_or_default(),
             "--kernel" => kernel = args.next().unwrap_or_default(),
+            "--direction" => {
+                direction = match args.next().as_deref() {
+                    Some("backward") => Direction::Backward,
+                    Some("forward") => Direction::Forward,
+                    other => {
+                        eprintln!("topswops bench: unknown direction {other:?}");
+                        std::process::exit(2);
+                    }
+                }
+            }
             "--repeat" => repeat = args.next().and_then(|r| r.parse().ok()).unwrap_or(1),
             flag if flag.starts_with("--") => {} // --bench and other harness flags
             size => match size.parse::<usize>() {
@@ -92,7 +106,7 @@ fn main() {
         sizes = vec![12, 13, 14];
     }
     println!(
-        "{:>3} {:>10} {:>13} {:>9} {:>14} {:>10} {:>6} {:>5}",
+        "{:>3} {:>10} {:>16} {:>9} {:>14} {:>10} {:>6} {:>5}",
         "n", "mode", "kernel", "seconds", "nodes", "Mnodes/s", "decks", "max"
     );
     if mode == "derive" {
@@ -108,6 +122,7 @@ fn main() {
                 std::process::exit(2);
             }
         };
+        searcher.set_direction(direction);
         let forced = match kernel.as_str() {
             "portable" => Some(Kernel::Portable),
             "narrow" => Some(Kernel::Narrow),
@@ -158,10 +173,13 @@ fn main() {
         }
         if let Some((stats, found, best)) = row {
             println!(
-                "{:>3} {:>10} {:>13} {:>9.3} {:>14} {:>10.1} {:>6} {:>5}",
+                "{:>3} {:>10} {:>16} {:>9.3} {:>14} {:>10.1} {:>6} {:>5}",
                 n,
                 mode,
-                searcher.kernel().to_string(),
+                match searcher.direction() {
+                    Direction::Forward => searcher.kernel().to_string(),
+                    Direction::Backward => format!("{}-bwd", searcher.kernel()),
+                },
                 best_time,
                 stats.nodes,
                 stats.nodes as f64 / best_time / 1e6,
@@ -224,7 +242,7 @@ fn derive(max_n: usize) {
         let best = counter.best.get();
         let stats = searcher.stats();
         println!(
-            "{:>3} {:>10} {:>13} {:>9.3} {:>14} {:>10.1} {:>6} {:>5}",
+            "{:>3} {:>10} {:>16} {:>9.3} {:>14} {:>10.1} {:>6} {:>5}",
             n,
             "derive",
             searcher.kernel().to_string(),

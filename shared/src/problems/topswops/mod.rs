@@ -54,6 +54,10 @@ pub struct TopswopsParams {
     #[command(flatten)]
     #[serde(flatten)]
     pub heuristic: heuristic::HeuristicArgs,
+    /// Search direction: forward or backward (default: chosen from n, target and f(n-1)).
+    #[arg(long)]
+    #[serde(default)]
+    pub direction: Option<String>,
 }
 
 /// An exact Topswops instance.
@@ -63,6 +67,7 @@ pub struct Topswops {
     tail_bounds: Vec<u32>,
     /// Set in heuristic mode: every Problem method is delegated to it.
     heuristic: Option<heuristic::Heuristic>,
+    direction: search::Direction,
 }
 
 impl ProblemDef for Topswops {
@@ -85,10 +90,14 @@ impl ProblemDef for Topswops {
                     "--strategy, --k, --pool, --units and --window need --heuristic".into(),
                 ));
             }
-            if params.target.is_some() || params.known.is_some() || params.split_depth.is_some() {
+            if params.target.is_some()
+                || params.known.is_some()
+                || params.split_depth.is_some()
+                || params.direction.is_some()
+            {
                 return Err(ProblemError::InvalidParams(
-                    "--target, --known and --split-depth are exact-search flags; not with \
-                     --heuristic"
+                    "--target, --known, --split-depth and --direction are exact-search flags; \
+                     not with --heuristic"
                         .into(),
                 ));
             }
@@ -98,6 +107,8 @@ impl ProblemDef for Topswops {
                 params,
                 tail_bounds: Vec::new(),
                 heuristic: Some(found),
+                // Unused: every Problem method goes to the heuristic.
+                direction: search::Direction::Forward,
             });
         }
         if n == 0 || n as usize > search::MAX_N {
@@ -132,10 +143,18 @@ impl ProblemDef for Topswops {
         let mut tail_bounds = vec![0];
         tail_bounds.extend_from_slice(&known);
         params.known = Some(known);
+        let direction = search::Direction::choose(
+            params.direction.as_deref(),
+            n as usize,
+            &tail_bounds,
+            params.target,
+        )
+        .map_err(|e| ProblemError::InvalidParams(format!("--direction: {e}")))?;
         Ok(Topswops {
             params,
             tail_bounds,
             heuristic: None,
+            direction,
         })
     }
 
@@ -325,7 +344,10 @@ impl Topswops {
     }
 
     fn searcher(&self) -> Result<Searcher, ProblemError> {
-        Searcher::new(self.n() as usize, self.tail_bounds.clone()).map_err(ProblemError::Solver)
+        let mut searcher = Searcher::new(self.n() as usize, self.tail_bounds.clone())
+            .map_err(ProblemError::Solver)?;
+        searcher.set_direction(self.direction);
+        Ok(searcher)
     }
 
     fn deck_of(&self, solution: &Value) -> Result<Vec<u8>, ProblemError> {

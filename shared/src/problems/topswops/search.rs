@@ -1,5 +1,6 @@
-//! Exact Topswops search: Knuth's forward search over decks of unknown cards, with pruning,
-//! checkpoints (resume), lexicographic upper limits and stack-splitting donation. Everything
+//! Exact Topswops search: Knuth's forward search over decks of unknown cards, or Pepperdine's
+//! backward search from the last deck, with pruning, checkpoints (resume), lexicographic upper
+//! limits and stack-splitting donation. Everything
 //! here is single-threaded per call; the caller runs many units concurrently.
 //!
 //! # The game
@@ -57,6 +58,49 @@
 //!   reach the goal, and its m-child (card m surfacing, which sends the boundary to m - 1 or
 //!   below) only when `flips + 1 + bound(m - 1)` does.
 //!
+//! # Backward search ([`Direction::Backward`])
+//!
+//! Pepperdine's method runs the game in reverse from its last deck `1 ? ... ?` (card 1 on
+//! top, the other cards unknown, now labelled by position). Un-flipping position k (k >= 2)
+//! is possible when it holds card k, or an unknown card and the value k is unused (the card
+//! becomes k): the top k cards are reversed and card k is on top, and every deck of the new
+//! node takes one flip more (its top card k is flipped, back to the parent). So a node's
+//! *depth* is the flip count of all its decks (the unknown cards never reach the top, any
+//! filling plays the same game). Paths are the un-flipped positions, last flip first; the
+//! child 1 is the leaf "this deck is the start" (tried first, and only when the depth reaches
+//! the goal), so paths end with 1 and depth-first order is again the lexicographic order:
+//! ranges, checkpoints and donation work exactly as above. [`Searcher::set_direction`]
+//! chooses the tree; the forward one is the default.
+//!
+//! **Frozen positions.** Let s be the highest position with a legal un-flip. A position above
+//! s holds a known card other than its own number, or an unknown card whose number is used:
+//! un-flips at or below s never change that, so positions above s never move again. Every
+//! descendant D'' then reaches the node D with flips of at most s cards; the cards of the top
+//! s positions that reach the top meanwhile have distinct values in 2..=s, and giving the
+//! others the remaining values of 1..=s makes an s-card deck that plays the same flips: at
+//! most f(s) of them. So the node's leaves reach at most `depth + f(s)` flips, and the search
+//! prunes when that cannot meet the goal. The bound only changes when s drops, i.e. after
+//! un-flipping position s (the forward bound's "card m flipped"), where it is checked. Then
+//! the new top card k > s never reaches the top within the segment either; if positions 2..=s
+//! hold another such card (card 1, a known card above s, or more unknown cards than unused
+//! values 2..=s), the relabelling can give the top card a value >= 2, the s-card game makes one
+//! more flip after the segment, and the bound is `depth + f(s) - 1`.
+//!
+//! **Depth.** Card n is un-flipped at most once (position n must hold card n, and only
+//! un-flipping n itself could put it back). Before, every un-flip is at most n - 1 (at most
+//! f(n-1) of them, by the argument above); after, at most f(n-1) more: paths are at most
+//! 2 f(n-1) + 2 long, and the search refuses bounds that would allow more than its stack.
+//!
+//! # Which direction
+//!
+//! The forward bound after card n surfaces is `flips + f(m)` with m <= n - 1, so the forward
+//! search gains most when the goal is far above f(n-1); until card n surfaces it has no bound.
+//! The backward search has no bound until position n is un-flipped (its part of the tree that
+//! grows with n alone), then `depth + f(s)`. Measured single-core (BENCHMARKS.md): forward is
+//! 1.1-1.3x faster for n = 12..14 (target - f(n-1) = 14, 15, 21), backward 1.5x faster for
+//! n = 15 (113 - 101 = 12). [`Direction::choose`] follows that: backward when the target is at
+//! most [`BACKWARD_MAX_GAP`] above f(n-1), forward otherwise and in discovery mode.
+//!
 //! # Kernels
 //!
 //! The deck lives in SIMD registers: one 128-bit register for n <= 16, where a flip is a byte
@@ -88,6 +132,8 @@
 //! below the limit.
 
 use std::fmt;
+
+mod backward;
 
 /// Largest supported deck size.
 pub const MAX_N: usize = 32;
@@ -144,6 +190,54 @@ pub enum SearchEnd {
     /// `should_stop` said so; the last checkpoint was passed to the observer.
     Stopped,
 }
+
+/// Which way the search runs (see the module docs). Both directions name units the same way
+/// (branch paths ending in a leaf 1), but the paths mean different things: a campaign's
+/// splitter and solver must use the same direction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direction {
+    /// Knuth's forward search over decks of unknown cards (paths = unique heads).
+    Forward,
+    /// Pepperdine's backward search from `1 ? ... ?` (paths = flip sizes, last flip first).
+    Backward,
+}
+
+impl Direction {
+    /// The direction for a campaign: the given one (`"forward"` or `"backward"`), or when
+    /// `None` the faster one for a proof at `target` (see the module docs, "Which direction"):
+    /// backward when the target is at most [`BACKWARD_MAX_GAP`] above the bound on f(n-1)
+    /// (`tail_bounds[n - 1]`), else forward (always forward in discovery mode).
+    pub fn choose(
+        given: Option<&str>,
+        n: usize,
+        tail_bounds: &[u32],
+        target: Option<u32>,
+    ) -> Result<Direction, String> {
+        match given {
+            Some("forward") => Ok(Direction::Forward),
+            Some("backward") => Ok(Direction::Backward),
+            Some(other) => Err(format!(
+                "unknown direction {other:?}: expected forward or backward"
+            )),
+            None => {
+                let below = n
+                    .checked_sub(1)
+                    .and_then(|m| tail_bounds.get(m))
+                    .copied()
+                    .filter(|_| n >= 2);
+                Ok(match (target, below) {
+                    (Some(t), Some(f)) if t <= f.saturating_add(BACKWARD_MAX_GAP) => {
+                        Direction::Backward
+                    }
+                    _ => Direction::Forward,
+                })
+            }
+        }
+    }
+}
+
+/// Largest `target - f(n-1)` for which [`Direction::choose`] picks the backward search.
+pub const BACKWARD_MAX_GAP: u32 = 12;
 
 /// How the deck is stored and flipped (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -205,6 +299,7 @@ pub struct Searcher {
     /// Effective tail bounds: `tail[m]` bounds f(m) for m < n; `NO_BOUND` from n on.
     tail: [u32; 64],
     skip_fixed_points: bool,
+    direction: Direction,
     kernel: Kernel,
     check_interval: u64,
     stats: SearchStats,
@@ -216,6 +311,7 @@ impl fmt::Debug for Searcher {
             .field("n", &self.n)
             .field("tail", &&self.tail[..self.n])
             .field("skip_fixed_points", &self.skip_fixed_points)
+            .field("direction", &self.direction)
             .field("kernel", &self.kernel)
             .field("check_interval", &self.check_interval)
             .finish()
@@ -250,6 +346,7 @@ impl Searcher {
             n,
             tail,
             skip_fixed_points: false,
+            direction: Direction::Forward,
             kernel: Kernel::best(n),
             check_interval: DEFAULT_CHECK_INTERVAL,
             stats: SearchStats::default(),
@@ -286,6 +383,16 @@ impl Searcher {
         self.skip_fixed_points = skip;
     }
 
+    /// The search direction (default [`Direction::Forward`]).
+    pub fn direction(&self) -> Direction {
+        self.direction
+    }
+
+    /// Sets the search direction (for the splitter and every solver of a campaign alike).
+    pub fn set_direction(&mut self, direction: Direction) {
+        self.direction = direction;
+    }
+
     /// Nodes between two checkpoints / progress reports / stop and split checks (at least 1).
     pub fn set_check_interval(&mut self, nodes: u64) {
         self.check_interval = nodes.max(1);
@@ -315,8 +422,16 @@ impl Searcher {
     ) -> (Vec<Vec<u8>>, bool) {
         let mut out = Vec::new();
         let mut path = Vec::with_capacity(depth.min(MAX_N));
-        let root = Node::root(self.n);
-        let done = self.enumerate(&root, &mut path, depth, after, max, &mut out);
+        let done = match self.direction {
+            Direction::Forward => {
+                let root = Node::root(self.n);
+                self.enumerate(&root, &mut path, depth, after, max, &mut out)
+            }
+            Direction::Backward => {
+                let root = backward::Node::root(self.n);
+                backward::enumerate(&self.tail, &root, &mut path, depth, after, max, &mut out)
+            }
+        };
         (out, done)
     }
 
@@ -372,6 +487,9 @@ impl Searcher {
             Mode::Prove(target) => (target, self.skip_fixed_points),
             Mode::Discover => (obs.bound().map_or(0, |b| b.saturating_add(1)), true),
         };
+        if self.direction == Direction::Backward {
+            return self.search_backward(prefix, resume, limit, need, skip, mode, obs);
+        }
         let root = replay(n, &self.tail, prefix)?;
         let mut run = Run {
             n,
@@ -386,6 +504,49 @@ impl Searcher {
             interval: self.check_interval,
             stats: SearchStats::default(),
             path: [0; STACK],
+        };
+        run.path[..prefix.len()].copy_from_slice(prefix);
+        let result = run.start(self.kernel, &root, prefix, resume, limit);
+        self.stats = run.stats;
+        obs.progress(run.stats.nodes);
+        result
+    }
+}
+
+impl Searcher {
+    #[allow(clippy::too_many_arguments)]
+    fn search_backward(
+        &mut self,
+        prefix: &[u8],
+        resume: Option<&[u8]>,
+        limit: Option<&[u8]>,
+        need: u32,
+        skip: bool,
+        mode: Mode,
+        obs: &dyn Observer,
+    ) -> Result<SearchEnd, String> {
+        let deepest = backward::max_depth(self.n, &self.tail);
+        if deepest >= backward::BSTACK as u64 || prefix.len() >= backward::BSTACK {
+            return Err(format!(
+                "backward search: paths may reach {deepest} steps (2 f(n-1) + 2), more than the \
+                 {} it supports",
+                backward::BSTACK - 1
+            ));
+        }
+        let root = backward::replay(self.n, &self.tail, prefix)?;
+        let mut run = backward::Run {
+            n: self.n,
+            tail: self.tail,
+            need,
+            discover: mode == Mode::Discover,
+            skip,
+            obs,
+            resume: Vec::new(),
+            limit: Vec::new(),
+            limit_on: false,
+            interval: self.check_interval,
+            stats: SearchStats::default(),
+            path: [0; backward::BSTACK],
         };
         run.path[..prefix.len()].copy_from_slice(prefix);
         let result = run.start(self.kernel, &root, prefix, resume, limit);
@@ -653,6 +814,14 @@ mod simd {
         fn lower(self, m: u32) -> u32 {
             super::lower(&self.store(), m)
         }
+        /// Sets the top byte to `v`.
+        fn set_top(self, v: u32) -> Self;
+        /// Bit i set where byte i is i + 1 (card i + 1 at its own position).
+        fn matches(self) -> u64;
+        /// Bit i set where byte i has its high bit set (an unknown card).
+        fn unknowns(self) -> u64;
+        /// Bit i set where byte i is a known card that is 1 or above `s`.
+        fn inert(self, s: u32) -> u64;
     }
 
     /// Portable kernel: a byte array.
@@ -682,6 +851,36 @@ mod simd {
         fn assign_flip(mut self, v: u32) -> Self {
             self.0[0] = v as u8;
             self.flip(v)
+        }
+        #[inline(always)]
+        fn set_top(mut self, v: u32) -> Self {
+            self.0[0] = v as u8;
+            self
+        }
+        #[inline(always)]
+        fn matches(self) -> u64 {
+            let mut out = 0;
+            for (i, &b) in self.0.iter().enumerate() {
+                out |= u64::from(b as usize == i + 1) << i;
+            }
+            out
+        }
+        #[inline(always)]
+        fn unknowns(self) -> u64 {
+            let mut out = 0;
+            for (i, &b) in self.0.iter().enumerate() {
+                out |= u64::from(b >> 7) << i;
+            }
+            out
+        }
+        #[inline(always)]
+        fn inert(self, s: u32) -> u64 {
+            let mut out = 0;
+            for (i, &b) in self.0.iter().enumerate() {
+                let known = b & 0x80 == 0;
+                out |= u64::from(known && (b == 1 || u32::from(b) > s)) << i;
+            }
+            out
         }
     }
 
@@ -766,6 +965,23 @@ mod simd {
 
         static MASKS: Masks = masks();
 
+        /// 0xff where a byte is a known card (high bit clear) equal to 1 or above `s` (a signed
+        /// comparison: unknown bytes are negative).
+        #[inline(always)]
+        unsafe fn inert16(x: __m128i, s: u32) -> __m128i {
+            _mm_or_si128(
+                _mm_cmpeq_epi8(x, _mm_set1_epi8(1)),
+                _mm_cmpgt_epi8(x, _mm_set1_epi8(s.min(127) as i8)),
+            )
+        }
+
+        /// Byte i holds i + 1 (a card at its own position, low half).
+        const IOTA1: __m128i = v16([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16]);
+        /// Byte i holds i + 17 (high half).
+        const IOTA17: __m128i = v16([
+            17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32,
+        ]);
+
         /// Table index of a flip size (sizes above 32 never occur; they map to zero masks).
         #[inline(always)]
         fn idx(k: u32) -> usize {
@@ -809,6 +1025,31 @@ mod simd {
                     )
                 };
                 Narrow(d).flip_top(v)
+            }
+            #[inline(always)]
+            fn set_top(self, v: u32) -> Self {
+                // SAFETY: SSE2 is part of x86-64.
+                Narrow(unsafe {
+                    _mm_or_si128(
+                        _mm_andnot_si128(_mm_cvtsi32_si128(0xff), self.0),
+                        _mm_cvtsi32_si128(v as i32),
+                    )
+                })
+            }
+            #[inline(always)]
+            fn matches(self) -> u64 {
+                // SAFETY: SSE2 is part of x86-64.
+                unsafe { _mm_movemask_epi8(_mm_cmpeq_epi8(self.0, IOTA1)) as u32 as u64 }
+            }
+            #[inline(always)]
+            fn unknowns(self) -> u64 {
+                // SAFETY: SSE2 is part of x86-64.
+                unsafe { _mm_movemask_epi8(self.0) as u32 as u64 }
+            }
+            #[inline(always)]
+            fn inert(self, s: u32) -> u64 {
+                // SAFETY: SSE2 is part of x86-64.
+                unsafe { _mm_movemask_epi8(inert16(self.0, s)) as u32 as u64 }
             }
             #[inline(always)]
             fn lower(self, m: u32) -> u32 {
@@ -897,6 +1138,44 @@ mod simd {
                     )
                 };
                 Wide(lo, self.1).flip(v)
+            }
+            #[inline(always)]
+            fn set_top(self, v: u32) -> Self {
+                // SAFETY: SSE2 is part of x86-64.
+                let lo = unsafe {
+                    _mm_or_si128(
+                        _mm_andnot_si128(_mm_cvtsi32_si128(0xff), self.0),
+                        _mm_cvtsi32_si128(v as i32),
+                    )
+                };
+                Wide(lo, self.1)
+            }
+            #[inline(always)]
+            fn matches(self) -> u64 {
+                // SAFETY: SSE2 is part of x86-64.
+                unsafe {
+                    let lo = _mm_movemask_epi8(_mm_cmpeq_epi8(self.0, IOTA1)) as u32;
+                    let hi = _mm_movemask_epi8(_mm_cmpeq_epi8(self.1, IOTA17)) as u32;
+                    u64::from(lo | hi << 16)
+                }
+            }
+            #[inline(always)]
+            fn unknowns(self) -> u64 {
+                // SAFETY: SSE2 is part of x86-64.
+                unsafe {
+                    let lo = _mm_movemask_epi8(self.0) as u32;
+                    let hi = _mm_movemask_epi8(self.1) as u32;
+                    u64::from(lo | hi << 16)
+                }
+            }
+            #[inline(always)]
+            fn inert(self, s: u32) -> u64 {
+                // SAFETY: SSE2 is part of x86-64.
+                unsafe {
+                    let lo = _mm_movemask_epi8(inert16(self.0, s)) as u32;
+                    let hi = _mm_movemask_epi8(inert16(self.1, s)) as u32;
+                    u64::from(lo | hi << 16)
+                }
             }
         }
     }
@@ -1619,8 +1898,13 @@ mod tests {
     }
 
     fn max_by_search(n: usize, tails: &[u32], kernel: Kernel) -> u32 {
+        max_in(n, tails, kernel, Direction::Forward)
+    }
+
+    fn max_in(n: usize, tails: &[u32], kernel: Kernel, dir: Direction) -> u32 {
         let mut s = Searcher::new(n, tails.to_vec()).unwrap();
         s.set_kernel(kernel).unwrap();
+        s.set_direction(dir);
         let obs = Rec::new();
         assert_eq!(
             s.search(&[], None, None, Mode::Discover, &obs).unwrap(),
@@ -1631,6 +1915,22 @@ mod tests {
 
     fn searcher(n: usize) -> Searcher {
         Searcher::new(n, KNOWN_F[..n].to_vec()).unwrap()
+    }
+
+    const DIRS: [Direction; 2] = [Direction::Forward, Direction::Backward];
+
+    fn searcher_in(n: usize, dir: Direction) -> Searcher {
+        let mut s = searcher(n);
+        s.set_direction(dir);
+        s
+    }
+
+    /// The leaf path of a concrete deck in the tree of `dir`.
+    fn path_in(deck: &[u8], dir: Direction) -> (Vec<u8>, u64) {
+        match dir {
+            Direction::Forward => leaf_path(deck).unwrap(),
+            Direction::Backward => backward::leaf_path(deck).unwrap(),
+        }
     }
 
     /// Every deck of a full search, once each (fails on duplicates).
@@ -1699,7 +1999,9 @@ mod tests {
                 .unwrap();
             assert_eq!(brute, KNOWN_F[n]);
             for k in kernels(n) {
-                assert_eq!(max_by_search(n, &t[..n], k), brute, "n = {n}, {k}");
+                for dir in DIRS {
+                    assert_eq!(max_in(n, &t[..n], k, dir), brute, "n = {n}, {k}, {dir:?}");
+                }
             }
         }
     }
@@ -1723,20 +2025,40 @@ mod tests {
                         .filter(|(d, fl)| *fl >= target && !(skip && has_fixed_point(d)))
                         .map(|(d, _)| d.clone())
                         .collect();
-                    for k in kernels(n) {
+                    for (k, dir) in kernels(n).into_iter().flat_map(|k| DIRS.map(|d| (k, d))) {
                         let mut s = Searcher::new(n, t[..n].to_vec()).unwrap();
                         s.set_kernel(k).unwrap();
+                        s.set_direction(dir);
                         s.set_skip_fixed_points(skip);
                         let obs = Rec::new();
                         s.search(&[], None, None, Mode::Prove(target), &obs)
                             .unwrap();
                         let got = as_set(&obs.found.borrow());
-                        assert_eq!(got, want, "n = {n}, target {target}, skip {skip}, {k}");
+                        assert_eq!(
+                            got, want,
+                            "n = {n}, target {target}, skip {skip}, {k}, {dir:?}"
+                        );
                         assert_eq!(s.stats().decks as usize, want.len());
                     }
                 }
             }
         }
+    }
+
+    #[test]
+    fn direction_choice() {
+        let f = |n: usize| KNOWN_F[..n].to_vec();
+        let choose = |given, n, target| Direction::choose(given, n, &f(n), target);
+        assert_eq!(choose(None, 15, Some(113)), Ok(Direction::Backward));
+        assert_eq!(choose(None, 14, Some(101)), Ok(Direction::Forward));
+        assert_eq!(choose(None, 15, None), Ok(Direction::Forward));
+        assert_eq!(choose(None, 1, Some(0)), Ok(Direction::Forward));
+        assert_eq!(
+            choose(Some("forward"), 15, Some(113)),
+            Ok(Direction::Forward)
+        );
+        assert_eq!(choose(Some("backward"), 4, None), Ok(Direction::Backward));
+        assert!(choose(Some("sideways"), 4, None).is_err());
     }
 
     #[test]
@@ -1752,23 +2074,34 @@ mod tests {
 
     #[test]
     fn leaf_paths_name_search_leaves() {
+        for dir in DIRS {
+            leaf_paths_name_leaves_in(dir);
+        }
+    }
+
+    fn leaf_paths_name_leaves_in(dir: Direction) {
         let n = 7;
-        let s = searcher(n);
+        let s = searcher_in(n, dir);
+        // The longest path: n + 1 forward, f(n) + 1 backward.
+        let full = match dir {
+            Direction::Forward => n + 1,
+            Direction::Backward => KNOWN_F[n] as usize + 1,
+        };
         let leaves: BTreeSet<Vec<u8>> = s
-            .prefixes(n + 1)
+            .prefixes(full)
             .into_iter()
             .inspect(|p| assert_eq!(p.last(), Some(&1)))
             .collect();
         let mut seen = BTreeSet::new();
         for d in permutations(n) {
-            let (path, flips) = leaf_path(&d).unwrap();
+            let (path, flips) = path_in(&d, dir);
             assert!(leaves.contains(&path), "{d:?} -> {path:?}");
             assert_eq!(flips, count_flips(&d).unwrap());
             seen.insert(path);
         }
         assert_eq!(seen, leaves);
         // Depth-first order is lexicographic order.
-        let listed = s.prefixes(n + 1);
+        let listed = s.prefixes(full);
         assert!(listed.windows(2).all(|w| w[0] < w[1]));
     }
 
@@ -1776,8 +2109,8 @@ mod tests {
     fn prefixes_partition_the_tree() {
         let n = 7;
         let everything: BTreeSet<Vec<u8>> = permutations(n).into_iter().collect();
-        for depth in 0..=n + 1 {
-            let mut s = searcher(n);
+        for (depth, dir) in (0..=n + 1).flat_map(|d| DIRS.map(|dir| (d, dir))) {
+            let mut s = searcher_in(n, dir);
             // Lazily, in batches of 5.
             let mut after: Option<Vec<u8>> = None;
             let mut all = Vec::new();
@@ -1803,7 +2136,11 @@ mod tests {
                     SearchEnd::Exhausted
                 );
             }
-            assert_eq!(as_set(&obs.found.borrow()), everything, "depth {depth}");
+            assert_eq!(
+                as_set(&obs.found.borrow()),
+                everything,
+                "depth {depth} {dir:?}"
+            );
         }
     }
 
@@ -1865,10 +2202,10 @@ mod tests {
     fn stops_resumes_and_donations_cover_exactly_once() {
         let n = 7;
         let everything: BTreeSet<Vec<u8>> = permutations(n).into_iter().collect();
-        for k in kernels(n) {
+        for (k, dir) in kernels(n).into_iter().flat_map(|k| DIRS.map(|d| (k, d))) {
             for interval in [1, 3, 17] {
                 for (stop, split) in [(Some(1), None), (None, Some(1)), (Some(3), Some(2))] {
-                    let mut s = searcher(n);
+                    let mut s = searcher_in(n, dir);
                     s.set_kernel(k).unwrap();
                     s.set_check_interval(interval);
                     let (found, donations) =
@@ -1876,7 +2213,7 @@ mod tests {
                     assert_eq!(
                         as_set(&found),
                         everything,
-                        "{k} {interval} {stop:?} {split:?}"
+                        "{k} {dir:?} {interval} {stop:?} {split:?}"
                     );
                     if split.is_some() {
                         assert!(donations > 0);
@@ -1890,17 +2227,21 @@ mod tests {
     fn donation_under_a_limit_that_cuts_a_subtree() {
         let n = 7;
         let all = permutations(n);
-        let mut s = searcher(n);
-        s.set_check_interval(1);
-        for limit in [
-            vec![4u8, 2, 6, 3],
-            vec![2, 7, 5],
-            vec![6, 1],
-            vec![3, 4, 2, 5, 7, 1],
+        for (dir, limit) in [
+            (Direction::Forward, vec![4u8, 2, 6, 3]),
+            (Direction::Forward, vec![2, 7, 5]),
+            (Direction::Forward, vec![6, 1]),
+            (Direction::Forward, vec![3, 4, 2, 5, 7, 1]),
+            (Direction::Backward, vec![4u8, 2, 6, 3]),
+            (Direction::Backward, vec![3, 7, 5]),
+            (Direction::Backward, vec![6, 1]),
+            (Direction::Backward, vec![3, 4, 2, 5, 3, 1]),
         ] {
+            let mut s = searcher_in(n, dir);
+            s.set_check_interval(1);
             let want: BTreeSet<Vec<u8>> = all
                 .iter()
-                .filter(|d| leaf_path(d).unwrap().0 < limit)
+                .filter(|d| path_in(d, dir).0 < limit)
                 .cloned()
                 .collect();
             let (found, donations) = drive(
@@ -1911,23 +2252,25 @@ mod tests {
                 Some(1),
             );
             assert!(donations > 0);
-            assert_eq!(as_set(&found), want, "limit {limit:?}");
+            assert_eq!(as_set(&found), want, "limit {limit:?} {dir:?}");
         }
     }
 
     #[test]
     fn discovery_finds_the_maximum_with_stops_and_donations() {
         let n = 8;
-        let mut s = searcher(n);
-        s.set_check_interval(50);
-        let (found, _) = drive(
-            &mut s,
-            Mode::Discover,
-            vec![(vec![], None)],
-            Some(2),
-            Some(3),
-        );
-        assert_eq!(found.iter().map(|f| f.1).max(), Some(KNOWN_F[n]));
+        for dir in DIRS {
+            let mut s = searcher_in(n, dir);
+            s.set_check_interval(50);
+            let (found, _) = drive(
+                &mut s,
+                Mode::Discover,
+                vec![(vec![], None)],
+                Some(2),
+                Some(3),
+            );
+            assert_eq!(found.iter().map(|f| f.1).max(), Some(KNOWN_F[n]), "{dir:?}");
+        }
     }
 
     /// Every kernel flips like the byte-array one, for every size up to its width.
@@ -1960,6 +2303,21 @@ mod tests {
                 assert_eq!(D::load(&bytes).top(), k);
                 let m = 1 + (round * 7) % width;
                 assert_eq!(D::load(&bytes).lower(m), lower(&bytes, m));
+                // Backward-search helpers, on bytes with planted matches and unknowns.
+                for (i, b) in bytes.iter_mut().enumerate().take(w) {
+                    if (round as usize + i).is_multiple_of(3) {
+                        *b = i as u8 + 1;
+                    }
+                }
+                let lanes = below(width);
+                let b = Bytes(bytes);
+                assert_eq!(D::load(&bytes).matches() & lanes, b.matches() & lanes);
+                assert_eq!(D::load(&bytes).unknowns() & lanes, b.unknowns() & lanes);
+                assert_eq!(D::load(&bytes).inert(m) & lanes, b.inert(m) & lanes);
+                assert_eq!(
+                    D::load(&bytes).set_top(k).store()[..w],
+                    b.set_top(k).store()[..w]
+                );
             }
         }
         check::<Bytes>(32);
@@ -1987,16 +2345,18 @@ mod tests {
             depth in 0usize..4,
             target in prop::sample::select(vec![0u32, 4, 9]),
             skip in any::<bool>(),
+            backward in any::<bool>(),
         ) {
             let n = 6;
-            let mut s = searcher(n);
+            let dir = if backward { Direction::Backward } else { Direction::Forward };
+            let mut s = searcher_in(n, dir);
             s.set_skip_fixed_points(skip);
             let prefixes = s.prefixes(depth);
             let prefix = prefixes[prefix_pick % prefixes.len()].clone();
             let want: BTreeSet<Vec<u8>> = permutations(n)
                 .into_iter()
                 .filter(|d| {
-                    let (p, f) = leaf_path(d).unwrap();
+                    let (p, f) = path_in(d, dir);
                     p.starts_with(&prefix)
                         && resume.as_ref().is_none_or(|r| &p >= r)
                         && limit.as_ref().is_none_or(|l| &p < l)
@@ -2018,9 +2378,11 @@ mod tests {
             split in prop::option::of(1u64..4),
             depth in 0usize..3,
             target in prop::sample::select(vec![0u32, 6, 12]),
+            backward in any::<bool>(),
         ) {
             let n = 7;
-            let mut s = searcher(n);
+            let dir = if backward { Direction::Backward } else { Direction::Forward };
+            let mut s = searcher_in(n, dir);
             s.set_check_interval(interval);
             let units = s.prefixes(depth).into_iter().map(|p| (p, None)).collect();
             let (found, _) = drive(&mut s, Mode::Prove(target), units, stop, split);
