@@ -1,6 +1,6 @@
 //! `grind-scaling`: simulated wall time of a campaign on 10, 100, 1,000 workers, with unit
 //! durations from a recorded campaign's unit times, against an in-process coordinator.
-//! See bench/notes-chaos.md ("Scaling").
+//! See BENCHMARKS.md ("Reliability suites: load and scaling").
 
 use anyhow::{bail, Context, Result};
 use clap::Parser;
