@@ -1541,20 +1541,28 @@ fn finish_unit(ctx: &Ctx, lease: &LeaseRow, value: &str, accepted: &[i64]) -> Re
 
 /// Ends a running campaign once its splitter is exhausted and no unit is left to run.
 pub fn maybe_finish_campaign(ctx: &Ctx, campaign_id: i64) -> Result<(), Error> {
-    let (state, split_done, open, failed): (String, bool, i64, i64) = ctx
+    // Cheap test first: almost every completion of a campaign happens while its splitter
+    // still has units to produce, and then no unit needs counting.
+    let (state, split_done): (String, bool) = ctx
         .conn
-        .prepare_cached(
-            "SELECT state, split_done,
-                (SELECT count(*) FROM units WHERE campaign_id = ?1 AND state IN ('pending', 'leased')),
-                (SELECT count(*) FROM units WHERE campaign_id = ?1 AND state = 'failed')
-             FROM campaigns WHERE id = ?1",
-        )?
-        .query_row(params![campaign_id], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
-        })?;
-    if state != "running" || !split_done || open > 0 {
+        .prepare_cached("SELECT state, split_done FROM campaigns WHERE id = ?1")?
+        .query_row(params![campaign_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    if state != "running" || !split_done {
         return Ok(());
     }
+    let open: bool = ctx
+        .conn
+        .prepare_cached(
+            "SELECT EXISTS (SELECT 1 FROM units WHERE campaign_id = ?1 AND state IN ('pending', 'leased'))",
+        )?
+        .query_row(params![campaign_id], |r| r.get(0))?;
+    if open {
+        return Ok(());
+    }
+    let failed: i64 = ctx
+        .conn
+        .prepare_cached("SELECT count(*) FROM units WHERE campaign_id = ?1 AND state = 'failed'")?
+        .query_row(params![campaign_id], |r| r.get(0))?;
     let new_state = if failed > 0 { "failed" } else { "done" };
     ctx.conn
         .prepare_cached("UPDATE campaigns SET state = ?2, finished_ms = ?3 WHERE id = ?1")?
