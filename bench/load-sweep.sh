@@ -7,7 +7,7 @@
 #   bench/load-sweep.sh 500 1000 2000 5000        # worker counts (default below)
 #   SECONDS_PER_RUN=30 UNIT_MS=1000 bench/load-sweep.sh 5000
 #
-# See bench/notes-chaos.md ("Load").
+# See BENCHMARKS.md ("Reliability suites: load and scaling").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release -p grind-coordinator -p grind-bench >&2

@@ -7,7 +7,7 @@ pub struct Config {
     pub lease_ttl_ms: i64,
     /// How often workers should heartbeat.
     pub heartbeat_interval_ms: i64,
-    /// Default fraction of count units re-run on a second worker.
+    /// Default fraction of count and search units re-run on a second worker.
     pub verify_rate: f64,
     /// Default failed attempts after which a unit is marked failed.
     pub max_attempts: u32,

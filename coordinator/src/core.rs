@@ -264,14 +264,13 @@ impl Coordinator {
         &self,
         req: pb::ImprovementRequest,
     ) -> Result<pb::ImprovementReply, Error> {
-        let lease = self.lease_of(req.worker_id, req.lease_id).await?;
+        let (lease, problem) = self.lease_and_problem(req.worker_id, req.lease_id).await?;
         if lease.campaign_id != req.campaign_id {
             return Err(Error::InvalidArgument(format!(
                 "lease {} belongs to campaign {}, not to campaign {}",
                 lease.id, lease.campaign_id, req.campaign_id
             )));
         }
-        let problem = self.problem(lease.campaign_id).await?;
         let score = match verify_solution(problem, &req.solution_json).await {
             Ok(score) => score,
             Err(reason) => return self.reject_improvement(&req, reason).await,
@@ -353,8 +352,7 @@ impl Coordinator {
         let result = req
             .result
             .ok_or_else(|| Error::InvalidArgument("a completion needs a result".into()))?;
-        let lease = self.lease_of(req.worker_id, req.lease_id).await?;
-        let problem = self.problem(lease.campaign_id).await?;
+        let (_, problem) = self.lease_and_problem(req.worker_id, req.lease_id).await?;
         let verified = verify_result(problem, &result, &req.unit_payload).await?;
         let usage = Usage {
             nodes: result.nodes,
@@ -394,10 +392,21 @@ impl Coordinator {
         Ok(pb::ReleaseReply {})
     }
 
-    async fn lease_of(&self, worker_id: i64, lease_id: i64) -> Result<scheduler::LeaseRow, Error> {
+    /// The lease (checked to be `worker_id`'s) and its campaign's problem, in one read (one
+    /// hop to the blocking pool; the problem usually comes from the cache).
+    async fn lease_and_problem(
+        &self,
+        worker_id: i64,
+        lease_id: i64,
+    ) -> Result<(scheduler::LeaseRow, Arc<dyn Problem>), Error> {
+        let this = self.clone();
         self.inner
             .store
-            .read(move |conn| scheduler::owned_lease(conn, worker_id, lease_id))
+            .read(move |conn| {
+                let lease = scheduler::owned_lease(conn, worker_id, lease_id)?;
+                let problem = this.inner.problems.get(conn, lease.campaign_id)?;
+                Ok((lease, problem))
+            })
             .await
     }
 

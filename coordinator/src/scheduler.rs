@@ -119,7 +119,7 @@ pub struct NewCampaign<'a> {
     pub params_json: &'a str,
     /// Display name (defaults to problem and parameters).
     pub name: &'a str,
-    /// Replication rate for count units; `None` = server default.
+    /// Replication rate for count and search units; `None` = server default.
     pub verify_rate: Option<f64>,
     /// Failed attempts before a unit fails; `None` = server default.
     pub max_attempts: Option<u32>,
@@ -433,6 +433,7 @@ struct PendingUnit {
     label: String,
     payload: Vec<u8>,
     cursor: Option<Vec<u8>>,
+    cursor_worker: Option<i64>,
     attempts: u32,
     replica: bool,
 }
@@ -446,7 +447,8 @@ fn pending_units(
     let units = ctx
         .conn
         .prepare_cached(
-            "SELECT u.id, u.label, u.payload, u.cursor, u.attempts, u.replica_needed FROM units u
+            "SELECT u.id, u.label, u.payload, u.cursor, u.attempts, u.replica_needed, u.cursor_worker
+             FROM units u
              WHERE u.campaign_id = ?1 AND u.state = 'pending'
                AND (u.replica_needed = 0 OR ?3 OR NOT EXISTS
                     (SELECT 1 FROM results r WHERE r.unit_id = u.id AND r.worker_id = ?2))
@@ -467,6 +469,7 @@ fn pending_units(
                     cursor: r.get(3)?,
                     attempts: r.get(4)?,
                     replica: r.get(5)?,
+                    cursor_worker: r.get(6)?,
                 })
             },
         )?
@@ -581,7 +584,18 @@ fn grant_from_campaign(
         })?;
     let deadline = ctx.now + ctx.config.lease_ttl_ms;
     let mut grants = Vec::with_capacity(units.len());
-    for unit in units {
+    for mut unit in units {
+        let dropped =
+            unit.cursor.is_some() && !trusts_checkpoint(ctx, worker_id, unit.cursor_worker)?;
+        if dropped {
+            // Not this worker's to resume: the unit starts again from its beginning.
+            unit.cursor = None;
+            ctx.conn
+                .prepare_cached(
+                    "UPDATE units SET cursor = NULL, cursor_worker = NULL WHERE id = ?1",
+                )?
+                .execute(params![unit.id])?;
+        }
         ctx.conn
             .prepare_cached(
                 "INSERT INTO leases (unit_id, campaign_id, worker_id, granted_ms, deadline_ms, state, replica)
@@ -601,7 +615,7 @@ fn grant_from_campaign(
             Some(lease_id),
             Some(worker_id),
             json!({"replica": unit.replica, "attempt": unit.attempts + 1,
-                   "resumes": unit.cursor.is_some()}),
+                   "resumes": unit.cursor.is_some(), "checkpoint_dropped": dropped}),
         )?;
         grants.push(pb::LeaseGrant {
             lease_id,
@@ -620,6 +634,27 @@ fn grant_from_campaign(
         });
     }
     Ok(grants)
+}
+
+/// Whether `worker_id` may resume a checkpoint written by `writer`: its own, or one written
+/// by a worker registered with the same authentication token (the token's holder vouches for
+/// both). A checkpoint is the writer's unverified claim about the work done so far, so any
+/// other worker restarts the unit from its beginning: a forged checkpoint can then only
+/// spoil its writer's own results, which replication checks.
+fn trusts_checkpoint(ctx: &Ctx, worker_id: i64, writer: Option<i64>) -> Result<bool, Error> {
+    let Some(writer) = writer else {
+        return Ok(false);
+    };
+    if writer == worker_id {
+        return Ok(true);
+    }
+    Ok(ctx
+        .conn
+        .prepare_cached(
+            "SELECT coalesce((SELECT token_id FROM workers WHERE id = ?1)
+                             = (SELECT token_id FROM workers WHERE id = ?2), 0)",
+        )?
+        .query_row(params![worker_id, writer], |r| r.get(0))?)
 }
 
 /// Renews a worker's leases, stores their progress and checkpoints, and tells the worker
@@ -722,8 +757,15 @@ fn renew_lease(
         .execute(params![lease.id, deadline, item.nodes as i64, fraction])?;
     if !item.cursor.is_empty() {
         ctx.conn
-            .prepare_cached("UPDATE units SET cursor = ?2 WHERE id = ?1 AND lease_id = ?3")?
-            .execute(params![lease.unit_id, item.cursor, lease.id])?;
+            .prepare_cached(
+                "UPDATE units SET cursor = ?2, cursor_worker = ?4 WHERE id = ?1 AND lease_id = ?3",
+            )?
+            .execute(params![
+                lease.unit_id,
+                item.cursor,
+                lease.id,
+                lease.worker_id
+            ])?;
     }
     Ok(Some((lease.campaign_id, deadline)))
 }
@@ -756,13 +798,15 @@ fn end_lease(
     ctx.conn
         .prepare_cached(
             "UPDATE units SET state = ?2, attempts = ?3, lease_id = NULL,
+                 cursor_worker = CASE WHEN ?4 IS NULL THEN cursor_worker ELSE ?5 END,
                  cursor = coalesce(?4, cursor) WHERE id = ?1",
         )?
         .execute(params![
             lease.unit_id,
             if failed { "failed" } else { "pending" },
             attempts,
-            cursor.filter(|c| !c.is_empty())
+            cursor.filter(|c| !c.is_empty()),
+            lease.worker_id
         ])?;
     if failed {
         event(
@@ -949,8 +993,15 @@ pub fn donate(ctx: &Ctx, worker_id: i64, req: &pb::DonateRequest) -> Result<u32,
         .execute(params![lease.campaign_id, added as i64])?;
     let cursor = (!req.remaining_cursor.is_empty()).then_some(&req.remaining_cursor);
     ctx.conn
-        .prepare_cached("UPDATE units SET payload = ?2, cursor = ?3 WHERE id = ?1")?
-        .execute(params![lease.unit_id, req.remaining_payload, cursor])?;
+        .prepare_cached(
+            "UPDATE units SET payload = ?2, cursor = ?3, cursor_worker = ?4 WHERE id = ?1",
+        )?
+        .execute(params![
+            lease.unit_id,
+            req.remaining_payload,
+            cursor,
+            lease.worker_id
+        ])?;
     event(
         ctx.conn,
         ctx.now,
@@ -1173,7 +1224,7 @@ pub fn complete(
                     "unit result",
                 )?;
             }
-            finish_unit(ctx, &lease, &value, &[result_id])?;
+            settle_search(ctx, &lease, result_id, &value)?;
         }
         VerifiedResult::Samples(samples) => {
             insert_samples(ctx, &lease, result_id, samples)?;
@@ -1242,15 +1293,23 @@ fn insert_samples(
     if samples.is_empty() {
         return Ok(());
     }
-    let mut insert = ctx.conn.prepare_cached(
-        "INSERT INTO samples (campaign_id, unit_id, result_id, data) VALUES (?1, ?2, ?3, ?4)",
-    )?;
+    // A replica run of a search unit finds the same hits again: keep each hit once per unit.
+    let sql = if lease.replica {
+        "INSERT INTO samples (campaign_id, unit_id, result_id, data)
+         SELECT ?1, ?2, ?3, ?4 WHERE NOT EXISTS
+             (SELECT 1 FROM samples WHERE campaign_id = ?1 AND unit_id = ?2 AND data = ?4)"
+    } else {
+        "INSERT INTO samples (campaign_id, unit_id, result_id, data) VALUES (?1, ?2, ?3, ?4)"
+    };
+    let mut insert = ctx.conn.prepare_cached(sql)?;
+    let mut added = 0i64;
     for sample in samples {
-        insert.execute(params![lease.campaign_id, lease.unit_id, result_id, sample])?;
+        added +=
+            insert.execute(params![lease.campaign_id, lease.unit_id, result_id, sample])? as i64;
     }
     ctx.conn
         .prepare_cached("UPDATE campaigns SET samples = samples + ?2 WHERE id = ?1")?
-        .execute(params![lease.campaign_id, samples.len() as i64])?;
+        .execute(params![lease.campaign_id, added])?;
     Ok(())
 }
 
@@ -1275,28 +1334,8 @@ fn settle_count(ctx: &Ctx, lease: &LeaseRow, result_id: i64, count: &str) -> Res
         })?
         .collect::<Result<_, _>>()?;
     if earlier.is_empty() {
-        let (seed, rate): (i64, f64) = ctx
-            .conn
-            .prepare_cached("SELECT seed, verify_rate FROM campaigns WHERE id = ?1")?
-            .query_row(params![lease.campaign_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
-        if replicate(seed, lease.unit_id, rate) {
-            ctx.conn
-                .prepare_cached(
-                    "UPDATE units SET state = 'pending', lease_id = NULL, replica_needed = 1,
-                         cursor = NULL WHERE id = ?1",
-                )?
-                .execute(params![lease.unit_id])?;
-            event(
-                ctx.conn,
-                ctx.now,
-                "replica_wanted",
-                Some(lease.campaign_id),
-                Some(lease.unit_id),
-                Some(lease.id),
-                Some(lease.worker_id),
-                json!({"first_value": count}),
-            )?;
-            return Ok(());
+        if wants_replica(ctx, lease)? {
+            return ask_for_replica(ctx, lease, count);
         }
         return finish_unit(ctx, lease, count, &[result_id]);
     }
@@ -1371,6 +1410,108 @@ fn settle_count(ctx: &Ctx, lease: &LeaseRow, result_id: i64, count: &str) -> Res
     Ok(())
 }
 
+/// Decides what a search unit's result means: done, or (drawn at the campaign's replication
+/// rate) run again from its beginning on another worker. A search run can only be checked by
+/// running it again: a worker that hides the best solution of its part of the search space
+/// leaves no trace in what it returns. Both runs' verified solutions were already offered as
+/// incumbents and both runs' child units and hits are kept (duplicates skipped), so the
+/// campaign is right when either run is honest. The runs' values may differ without anyone
+/// lying (a run prunes with the bound it was given), so a difference is recorded, not
+/// disputed; the unit keeps the better value.
+fn settle_search(ctx: &Ctx, lease: &LeaseRow, result_id: i64, value: &str) -> Result<(), Error> {
+    let earlier: Vec<(i64, String)> = ctx
+        .conn
+        .prepare_cached(
+            "SELECT id, value FROM results WHERE unit_id = ?1 AND status = 'awaiting' AND id != ?2",
+        )?
+        .query_map(params![lease.unit_id, result_id], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })?
+        .collect::<Result<_, _>>()?;
+    if earlier.is_empty() {
+        if wants_replica(ctx, lease)? {
+            return ask_for_replica(ctx, lease, value);
+        }
+        return finish_unit(ctx, lease, value, &[result_id]);
+    }
+    let objective: String = ctx
+        .conn
+        .prepare_cached("SELECT objective FROM campaigns WHERE id = ?1")?
+        .query_row(params![lease.campaign_id], |r| r.get(0))?;
+    let better = |a: &str, b: &str| -> bool {
+        match (a.parse::<i64>(), b.parse::<i64>()) {
+            (Ok(a), Ok(b)) => {
+                if objective == "min" {
+                    a < b
+                } else {
+                    a > b
+                }
+            }
+            (Ok(_), Err(_)) => true,
+            _ => false,
+        }
+    };
+    let mut best = value.to_string();
+    for (_, v) in &earlier {
+        if better(v, &best) {
+            best = v.clone();
+        }
+    }
+    let runs: Vec<i64> = earlier
+        .iter()
+        .map(|(id, _)| *id)
+        .chain([result_id])
+        .collect();
+    // Every run's value stays on its result; the unit holds the best of them.
+    let agreed = earlier.iter().all(|(_, v)| v == value);
+    event(
+        ctx.conn,
+        ctx.now,
+        if agreed {
+            "replica_agreed"
+        } else {
+            "replica_differed"
+        },
+        Some(lease.campaign_id),
+        Some(lease.unit_id),
+        Some(lease.id),
+        Some(lease.worker_id),
+        json!({"value": value, "earlier_values": earlier.iter().map(|(_, v)| v).collect::<Vec<_>>(),
+               "kept": best, "runs": runs}),
+    )?;
+    finish_unit(ctx, lease, &best, &runs)
+}
+
+/// Whether the campaign's replication draw picks this unit for a second run.
+fn wants_replica(ctx: &Ctx, lease: &LeaseRow) -> Result<bool, Error> {
+    let (seed, rate): (i64, f64) = ctx
+        .conn
+        .prepare_cached("SELECT seed, verify_rate FROM campaigns WHERE id = ?1")?
+        .query_row(params![lease.campaign_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    Ok(replicate(seed, lease.unit_id, rate))
+}
+
+/// Puts a unit back to pending for a replica run from its beginning on another worker.
+fn ask_for_replica(ctx: &Ctx, lease: &LeaseRow, first_value: &str) -> Result<(), Error> {
+    ctx.conn
+        .prepare_cached(
+            "UPDATE units SET state = 'pending', lease_id = NULL, replica_needed = 1,
+                 cursor = NULL WHERE id = ?1",
+        )?
+        .execute(params![lease.unit_id])?;
+    event(
+        ctx.conn,
+        ctx.now,
+        "replica_wanted",
+        Some(lease.campaign_id),
+        Some(lease.unit_id),
+        Some(lease.id),
+        Some(lease.worker_id),
+        json!({"first_value": first_value}),
+    )?;
+    Ok(())
+}
+
 /// Marks a unit done with its accepted value and folds it into the campaign.
 fn finish_unit(ctx: &Ctx, lease: &LeaseRow, value: &str, accepted: &[i64]) -> Result<(), Error> {
     ctx.conn
@@ -1400,20 +1541,28 @@ fn finish_unit(ctx: &Ctx, lease: &LeaseRow, value: &str, accepted: &[i64]) -> Re
 
 /// Ends a running campaign once its splitter is exhausted and no unit is left to run.
 pub fn maybe_finish_campaign(ctx: &Ctx, campaign_id: i64) -> Result<(), Error> {
-    let (state, split_done, open, failed): (String, bool, i64, i64) = ctx
+    // Cheap test first: almost every completion of a campaign happens while its splitter
+    // still has units to produce, and then no unit needs counting.
+    let (state, split_done): (String, bool) = ctx
         .conn
-        .prepare_cached(
-            "SELECT state, split_done,
-                (SELECT count(*) FROM units WHERE campaign_id = ?1 AND state IN ('pending', 'leased')),
-                (SELECT count(*) FROM units WHERE campaign_id = ?1 AND state = 'failed')
-             FROM campaigns WHERE id = ?1",
-        )?
-        .query_row(params![campaign_id], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
-        })?;
-    if state != "running" || !split_done || open > 0 {
+        .prepare_cached("SELECT state, split_done FROM campaigns WHERE id = ?1")?
+        .query_row(params![campaign_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    if state != "running" || !split_done {
         return Ok(());
     }
+    let open: bool = ctx
+        .conn
+        .prepare_cached(
+            "SELECT EXISTS (SELECT 1 FROM units WHERE campaign_id = ?1 AND state IN ('pending', 'leased'))",
+        )?
+        .query_row(params![campaign_id], |r| r.get(0))?;
+    if open {
+        return Ok(());
+    }
+    let failed: i64 = ctx
+        .conn
+        .prepare_cached("SELECT count(*) FROM units WHERE campaign_id = ?1 AND state = 'failed'")?
+        .query_row(params![campaign_id], |r| r.get(0))?;
     let new_state = if failed > 0 { "failed" } else { "done" };
     ctx.conn
         .prepare_cached("UPDATE campaigns SET state = ?2, finished_ms = ?3 WHERE id = ?1")?

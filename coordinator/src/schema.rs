@@ -157,6 +157,11 @@ ALTER TABLE workers ADD COLUMN banned_ms INTEGER;
 ALTER TABLE campaigns ADD COLUMN family TEXT;
 CREATE INDEX campaigns_by_family ON campaigns (family, id);
 "#,
+    r#"
+-- v5: the worker that wrote a unit's checkpoint (a checkpoint is only handed to a worker
+-- trusted with its writer's work).
+ALTER TABLE units ADD COLUMN cursor_worker INTEGER;
+"#,
 ];
 
 /// The schema version this binary writes.

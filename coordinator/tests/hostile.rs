@@ -215,15 +215,14 @@ async fn fake_improvements_and_forged_search_results_change_nothing() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "known gap (see RELIABILITY.md): optimisation results are not replicated, so a \
-            worker that hides its best find can make a wrong maximum end 'proven'"]
 async fn a_worker_hiding_its_best_find_cannot_get_a_wrong_maximum_proven() {
     let dir = tempfile::tempdir().unwrap();
     let coord = start_coordinator(dir.path(), 30_000, &[]);
     let mut admin = admin(&coord.url).await;
     let mut client = raw_worker(&coord.url).await;
     let liar = register(&mut client, "liar").await;
-    // Replication asked for at rate 1, and still nothing re-runs a search unit.
+    // Replication at rate 1: every search unit is run again, from its beginning, by another
+    // worker.
     let campaign = create(&mut admin, "topswops", json!({"n": 8}), 1.0).await;
     let decoy = answers::topswops_deck_with(8, 20).unwrap();
     loop {
@@ -244,17 +243,28 @@ async fn a_worker_hiding_its_best_find_cannot_get_a_wrong_maximum_proven() {
                 .unwrap();
         }
     }
+    // Every unit the liar searched waits for a replica run, which the liar may not take.
+    let waiting = status(&mut admin, campaign).await.campaigns[0]
+        .units
+        .unwrap();
+    assert_eq!(
+        waiting.done, 0,
+        "a search unit finished on the liar's word alone"
+    );
+    let _honest = start_worker(&coord.url, "honest", 1);
     let done = wait_finished(&mut admin, campaign, WAIT).await;
     assert!(
         !(done.proven && done.value != "22"),
         "campaign ended proven with f(8) = {} (truth: 22)",
         done.value
     );
+    assert_eq!(
+        done.value, "22",
+        "the honest replica runs found the true maximum"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "known gap (see RELIABILITY.md): checkpoints are trusted, so a worker can hand a \
-            unit back with a forged checkpoint that makes the next, honest worker's count wrong"]
 async fn a_forged_checkpoint_cannot_make_an_honest_worker_count_wrong() {
     let dir = tempfile::tempdir().unwrap();
     let coord = start_coordinator(dir.path(), 30_000, &[]);

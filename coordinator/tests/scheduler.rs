@@ -229,6 +229,93 @@ async fn a_release_keeps_the_checkpoint_and_costs_no_attempt() {
     assert_eq!(rig.units(campaign).await.leased, 1);
 }
 
+/// Registers a worker as the holder of token `token_id` would.
+async fn worker_with_token(rig: &Rig, name: &str, token_id: i64) -> i64 {
+    rig.coordinator
+        .register(
+            pb::RegisterRequest {
+                name: name.into(),
+                host: "h".into(),
+                cores: 1,
+                version: "v".into(),
+                git_commit: "c".into(),
+                previous_worker_id: 0,
+            },
+            Some(grind_coordinator::auth::Caller {
+                token_id,
+                role: grind_coordinator::auth::Role::Worker,
+            }),
+            None,
+        )
+        .await
+        .unwrap()
+        .worker_id
+}
+
+/// Hands a worker's only lease back with `cursor` as its checkpoint.
+async fn release_with(rig: &Rig, worker: i64, lease_id: i64, cursor: Vec<u8>) {
+    rig.coordinator
+        .release(pb::ReleaseRequest {
+            worker_id: worker,
+            lease_id,
+            cursor,
+            nodes: 0,
+            cpu_seconds: 0.0,
+        })
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn a_checkpoint_is_only_resumed_by_its_writer_or_a_worker_of_the_same_token() {
+    let rig = rig(5);
+    rig.campaign(serde_json::json!({"to": 100, "unit": 100}))
+        .await;
+    let token = |name: &'static str| {
+        rig.coordinator.store().write(move |conn| {
+            grind_coordinator::auth::create_token(
+                conn,
+                grind_coordinator::auth::Role::Worker,
+                name,
+                0,
+            )
+            .map(|(id, _)| id)
+        })
+    };
+    let (alice_token, bob_token) = (token("alice").await.unwrap(), token("bob").await.unwrap());
+    let alice = worker_with_token(&rig, "alice-1", alice_token).await;
+    let alice_too = worker_with_token(&rig, "alice-2", alice_token).await;
+    let bob = worker_with_token(&rig, "bob", bob_token).await;
+    let anonymous = rig.worker("anonymous").await;
+
+    // The writer itself resumes its own checkpoint.
+    let grant = rig.lease(alice, 1).await.remove(0);
+    release_with(&rig, alice, grant.lease_id, vec![1; 16]).await;
+    let again = rig.lease(alice, 1).await.remove(0);
+    assert_eq!(again.cursor, vec![1; 16]);
+    // A worker registered with the same token resumes it too.
+    release_with(&rig, alice, again.lease_id, vec![2; 16]).await;
+    let sibling = rig.lease(alice_too, 1).await.remove(0);
+    assert_eq!(sibling.cursor, vec![2; 16]);
+    // Another token's worker starts from the beginning, and so does an anonymous one.
+    release_with(&rig, alice_too, sibling.lease_id, vec![3; 16]).await;
+    let stranger = rig.lease(bob, 1).await.remove(0);
+    assert!(
+        stranger.cursor.is_empty(),
+        "bob was handed alice's checkpoint"
+    );
+    release_with(&rig, bob, stranger.lease_id, vec![4; 16]).await;
+    let nobody = rig.lease(anonymous, 1).await.remove(0);
+    assert!(
+        nobody.cursor.is_empty(),
+        "an anonymous worker was handed bob's checkpoint"
+    );
+    // Two anonymous workers do not vouch for each other either.
+    let other = rig.worker("anonymous-2").await;
+    release_with(&rig, anonymous, nobody.lease_id, vec![5; 16]).await;
+    assert!(rig.lease(other, 1).await.remove(0).cursor.is_empty());
+}
+
 #[tokio::test]
 async fn huge_campaigns_materialise_units_lazily() {
     let rig = rig(3);

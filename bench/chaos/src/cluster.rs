@@ -288,6 +288,17 @@ impl Cluster {
             .sum()
     }
 
+    /// Shadow connections the proxies opened to duplicate requests, and the bytes sent twice.
+    pub fn duplicated(&self) -> (u64, u64) {
+        self.workers.iter().fold((0, 0), |(c, b), w| {
+            let stats = w.proxy.stats();
+            (
+                c + stats.shadow_connections.load(Ordering::Relaxed),
+                b + stats.duplicated_bytes.load(Ordering::Relaxed),
+            )
+        })
+    }
+
     /// Checks that no process exited on its own; restarts any that did and records it.
     pub async fn supervise(&self) {
         {

@@ -34,13 +34,16 @@ pub enum FaultKind {
     DelayNetwork,
     /// Drop the coordinator's replies to a worker (and reset) for `hold`.
     LoseReplies,
+    /// Send every request of a worker to the coordinator twice for `hold` (its connections
+    /// are reset first so that new ones are duplicated from their first byte).
+    DuplicateRequests,
     /// Make every file write of the coordinator fail for `hold`.
     DbUnwritable,
 }
 
 impl FaultKind {
     /// Every kind, in a fixed order.
-    pub const ALL: [FaultKind; 8] = [
+    pub const ALL: [FaultKind; 9] = [
         FaultKind::KillWorker,
         FaultKind::StopWorker,
         FaultKind::KillCoordinator,
@@ -49,6 +52,7 @@ impl FaultKind {
         FaultKind::DelayNetwork,
         FaultKind::LoseReplies,
         FaultKind::DbUnwritable,
+        FaultKind::DuplicateRequests,
     ];
 
     /// The name used on the command line and in reports.
@@ -62,6 +66,7 @@ impl FaultKind {
             FaultKind::DelayNetwork => "delay-network",
             FaultKind::LoseReplies => "lose-replies",
             FaultKind::DbUnwritable => "db-unwritable",
+            FaultKind::DuplicateRequests => "duplicate-requests",
         }
     }
 
@@ -85,6 +90,7 @@ impl FaultKind {
             FaultKind::DelayNetwork => 1.5,
             FaultKind::LoseReplies => 1.5,
             FaultKind::DbUnwritable => 1.5,
+            FaultKind::DuplicateRequests => 1.5,
         }
     }
 
@@ -99,6 +105,7 @@ impl FaultKind {
             FaultKind::DelayNetwork => (2_000, 8_000),
             FaultKind::LoseReplies => (500, 3_000),
             FaultKind::DbUnwritable => (500, 4_000),
+            FaultKind::DuplicateRequests => (1_000, 5_000),
         }
     }
 }
@@ -257,6 +264,16 @@ async fn apply(cluster: &Cluster, fault: &Fault) -> Result<(), String> {
             tokio::time::sleep(hold).await;
             let healed = cluster.set_db_writable(true).await;
             applied.and(healed).map_err(|e| e.to_string())
+        }
+        FaultKind::DuplicateRequests => {
+            // Reset what is open: the worker reconnects, and its new connections are
+            // duplicated from their first byte.
+            cluster.set_network(worker, Mode::Cut);
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            cluster.set_network(worker, Mode::Duplicate);
+            tokio::time::sleep(hold).await;
+            cluster.set_network(worker, Mode::OPEN);
+            Ok(())
         }
         FaultKind::CutNetwork
         | FaultKind::StallNetwork

@@ -43,7 +43,7 @@ struct Args {
     fault_every_ms: u64,
     /// Fault kinds to inject, comma separated (default: all of kill-worker, stop-worker,
     /// kill-coordinator, cut-network, stall-network, delay-network, lose-replies,
-    /// db-unwritable).
+    /// db-unwritable, duplicate-requests).
     #[arg(long, value_delimiter = ',')]
     faults: Option<Vec<String>>,
     /// The coordinator's --lease-ttl-ms.

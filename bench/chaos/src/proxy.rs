@@ -15,10 +15,16 @@
 //!   the connection is reset a moment after the first discarded byte — the worker does not
 //!   know whether its call took effect and delivers again (at-least-once delivery, so the
 //!   coordinator sees duplicate messages).
+//! - [`Mode::Duplicate`]: every connection opened while it is in force gets a shadow
+//!   connection to the coordinator that receives an exact copy of everything the worker sends
+//!   (from the connection's first byte, so HTTP/2 framing and header compression stay valid);
+//!   the shadow's replies are discarded. The coordinator sees every request twice, at nearly
+//!   the same moment, as if the network had duplicated it. Connections open when the mode
+//!   starts are reset first, so the worker reconnects under duplication.
 //!
-//! Duplicating bytes inside a TCP stream would only corrupt HTTP/2 framing (the coordinator
-//! would drop the connection), so duplicates are produced the way they happen in real
-//! networks: a lost reply followed by a retry.
+//! Duplicating bytes inside one TCP stream would only corrupt HTTP/2 framing (the coordinator
+//! would drop the connection), which is why duplicates travel on a shadow connection, and
+//! also come the way they happen in real networks: a lost reply followed by a retry.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -48,6 +54,8 @@ pub enum Mode {
         /// How long after the first lost reply byte the connection is reset.
         after: Duration,
     },
+    /// Bytes flow, and new connections' requests are also sent again on a shadow connection.
+    Duplicate,
 }
 
 impl Mode {
@@ -72,6 +80,10 @@ pub struct ProxyStats {
     pub held_chunks: AtomicU64,
     /// Chunks of replies discarded.
     pub lost_chunks: AtomicU64,
+    /// Shadow connections opened to duplicate requests.
+    pub shadow_connections: AtomicU64,
+    /// Bytes sent a second time on shadow connections.
+    pub duplicated_bytes: AtomicU64,
 }
 
 /// A running proxy.
@@ -191,12 +203,29 @@ async fn connection(
         }
     };
     let _ = server.set_nodelay(true);
+    let mut shadow = None;
+    if *mode.borrow() == Mode::Duplicate {
+        if let Ok(Ok(twin)) =
+            tokio::time::timeout(Duration::from_secs(5), TcpStream::connect(addr)).await
+        {
+            let _ = twin.set_nodelay(true);
+            stats.shadow_connections.fetch_add(1, Ordering::Relaxed);
+            let (mut replies, requests) = twin.into_split();
+            // The shadow's replies go nowhere.
+            tokio::spawn(async move {
+                let mut sink = vec![0u8; 16 * 1024];
+                while matches!(replies.read(&mut sink).await, Ok(n) if n > 0) {}
+            });
+            shadow = Some(requests);
+        }
+    }
     let (mut client_read, mut client_write) = client.into_split();
     let (mut server_read, mut server_write) = server.into_split();
     let outcome = {
         let up = pump(
             &mut client_read,
             &mut server_write,
+            shadow,
             mode.clone(),
             Direction::Up,
             &stats,
@@ -204,6 +233,7 @@ async fn connection(
         let down = pump(
             &mut server_read,
             &mut client_write,
+            None,
             mode.clone(),
             Direction::Down,
             &stats,
@@ -233,10 +263,13 @@ async fn connection(
     }
 }
 
-/// Copies `src` to `dst` chunk by chunk, applying the mode in force to every chunk.
+/// Copies `src` to `dst` chunk by chunk, applying the mode in force to every chunk; while
+/// the mode is [`Mode::Duplicate`], every chunk is also written to `shadow` (closed, for
+/// good, when the mode changes).
 async fn pump(
     src: &mut OwnedReadHalf,
     dst: &mut OwnedWriteHalf,
+    mut shadow: Option<OwnedWriteHalf>,
     mut mode: watch::Receiver<Mode>,
     direction: Direction,
     stats: &ProxyStats,
@@ -269,6 +302,11 @@ async fn pump(
         };
         loop {
             let current = *mode.borrow_and_update();
+            if current != Mode::Duplicate {
+                if let Some(mut twin) = shadow.take() {
+                    let _ = twin.shutdown().await;
+                }
+            }
             match current {
                 Mode::Cut => return End::Reset,
                 Mode::Stall => {
@@ -282,7 +320,7 @@ async fn pump(
                     reset_at.get_or_insert(Instant::now() + after);
                     break;
                 }
-                Mode::Pass { .. } | Mode::LoseReplies { .. } => {
+                Mode::Pass { .. } | Mode::LoseReplies { .. } | Mode::Duplicate => {
                     if let Mode::Pass { delay } = current {
                         if !delay.is_zero() {
                             tokio::time::sleep(delay).await;
@@ -290,6 +328,15 @@ async fn pump(
                     }
                     if dst.write_all(&buf[..n]).await.is_err() {
                         return End::Reset;
+                    }
+                    if let Some(twin) = shadow.as_mut() {
+                        if twin.write_all(&buf[..n]).await.is_ok() {
+                            stats
+                                .duplicated_bytes
+                                .fetch_add(n as u64, Ordering::Relaxed);
+                        } else {
+                            shadow = None;
+                        }
                     }
                     let counter = match direction {
                         Direction::Up => &stats.bytes_up,
@@ -375,6 +422,45 @@ mod tests {
         assert_eq!(round_trip(&mut healed, b"late").await.unwrap(), b"late");
         assert!(started.elapsed() >= Duration::from_millis(200));
         assert!(proxy.stats().resets.load(Ordering::Relaxed) >= 2);
+    }
+
+    #[tokio::test]
+    async fn duplicated_connections_deliver_every_request_twice() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let (_tx, target) = watch::channel(Some(listener.local_addr().unwrap()));
+        let proxy = Proxy::start(target).await.unwrap();
+        proxy.set(Mode::Duplicate);
+        let mut client = TcpStream::connect(proxy.addr()).await.unwrap();
+        client.write_all(b"first").await.unwrap();
+        let (mut a, _) = listener.accept().await.unwrap();
+        let (mut b, _) = listener.accept().await.unwrap();
+        for server in [&mut a, &mut b] {
+            let mut got = [0u8; 5];
+            server.read_exact(&mut got).await.unwrap();
+            assert_eq!(&got, b"first", "both connections carry the request");
+        }
+        // Only one server's replies reach the client: whichever is the real one answers.
+        a.write_all(b"A").await.unwrap();
+        b.write_all(b"B").await.unwrap();
+        let mut reply = [0u8; 1];
+        client.read_exact(&mut reply).await.unwrap();
+        assert!(&reply == b"A" || &reply == b"B");
+        let quiet = tokio::time::timeout(Duration::from_millis(200), client.read(&mut reply)).await;
+        assert!(quiet.is_err(), "the shadow's reply is discarded");
+        // Back to normal: the shadow is closed and requests go once.
+        proxy.set(Mode::OPEN);
+        client.write_all(b"again").await.unwrap();
+        let (mut real, mut twin) = if reply == *b"A" { (a, b) } else { (b, a) };
+        let mut got = [0u8; 5];
+        real.read_exact(&mut got).await.unwrap();
+        assert_eq!(&got, b"again");
+        let mut rest = Vec::new();
+        let closed = tokio::time::timeout(Duration::from_secs(5), twin.read_to_end(&mut rest))
+            .await
+            .unwrap();
+        assert!(closed.is_ok() && rest.is_empty(), "{closed:?} {rest:?}");
+        assert_eq!(proxy.stats().shadow_connections.load(Ordering::Relaxed), 1);
+        assert_eq!(proxy.stats().duplicated_bytes.load(Ordering::Relaxed), 5);
     }
 
     #[tokio::test]

@@ -28,6 +28,9 @@ pub struct StoreFigures {
     pub duplicates_ignored: i64,
     /// Replica runs that agreed.
     pub replicas_agreed: i64,
+    /// Replica runs of search units that found a different best (a run prunes with the bound
+    /// it was given, so this is recorded, not disputed).
+    pub replicas_differed: i64,
     /// Worker registrations.
     pub registrations: i64,
     /// Events in the log.
@@ -57,6 +60,7 @@ impl StoreFigures {
             )?,
             duplicates_ignored: events_of("result_ignored")?,
             replicas_agreed: events_of("replica_agreed")?,
+            replicas_differed: events_of("replica_differed")?,
             registrations: events_of("worker_registered")?,
             events: one("SELECT count(*) FROM events")?,
         })
@@ -88,6 +92,10 @@ pub struct RunReport {
     pub worker_starts: u64,
     /// Connections the proxies reset.
     pub proxy_resets: u64,
+    /// Shadow connections that carried duplicated requests.
+    pub duplicated_connections: u64,
+    /// Request bytes the coordinator received twice.
+    pub duplicated_bytes: u64,
     /// Campaigns run, per problem.
     pub campaigns: BTreeMap<String, u64>,
     /// Results the workers heard accepted.
@@ -132,15 +140,20 @@ impl RunReport {
         );
         let _ = writeln!(
             out,
-            "  processes: {} coordinator starts, {} worker starts; {} connections reset",
-            self.coordinator_starts, self.worker_starts, self.proxy_resets
+            "  processes: {} coordinator starts, {} worker starts; {} connections reset, \
+             {} duplicated ({} request bytes sent twice)",
+            self.coordinator_starts,
+            self.worker_starts,
+            self.proxy_resets,
+            self.duplicated_connections,
+            self.duplicated_bytes
         );
         let s = &self.store;
         let _ = writeln!(
             out,
             "  campaigns: {} ({}); units done {}, leases {} (expired {}, released {}, \
              cancelled {}), results {} (late but taken {}), duplicates ignored {}, \
-             replicas agreed {}, events {}",
+             replicas agreed {} (differed {}), events {}",
             s.campaigns,
             self.campaigns
                 .iter()
@@ -156,6 +169,7 @@ impl RunReport {
             s.late_results_taken,
             s.duplicates_ignored,
             s.replicas_agreed,
+            s.replicas_differed,
             s.events
         );
         let _ = writeln!(

@@ -172,6 +172,8 @@ pub async fn run(settings: RunSettings) -> Result<RunReport, ChaosError> {
         coordinator_starts: cluster.counts().coordinator_starts.load(Ordering::SeqCst),
         worker_starts: cluster.counts().worker_starts.load(Ordering::SeqCst),
         proxy_resets: cluster.proxy_resets(),
+        duplicated_connections: cluster.duplicated().0,
+        duplicated_bytes: cluster.duplicated().1,
         campaigns: by_problem,
         acknowledged_results: accepted.len(),
         store,

@@ -91,7 +91,7 @@ pub struct AddOptions {
     /// Display name of the campaign.
     #[arg(long, default_value = "")]
     pub name: String,
-    /// Fraction of count units re-run on a second worker (default: the server's).
+    /// Fraction of count and search units re-run on a second worker (default: the server's).
     #[arg(long)]
     pub verify_rate: Option<f64>,
     /// Failed attempts before a unit is marked failed (default: the server's).

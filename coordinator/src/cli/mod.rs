@@ -76,7 +76,7 @@ pub struct ServeArgs {
     /// How often workers heartbeat, in milliseconds.
     #[arg(long, default_value_t = 2_000)]
     pub heartbeat_ms: i64,
-    /// Default fraction of count units re-run on a second worker for verification.
+    /// Default fraction of count and search units re-run on a second worker for verification.
     #[arg(long, default_value_t = 0.05)]
     pub verify_rate: f64,
     /// Default failed attempts after which a unit is marked failed.

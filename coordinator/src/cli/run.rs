@@ -47,7 +47,7 @@ pub struct RunOptions {
     /// Print the result as one JSON object on the last line of stdout.
     #[arg(long)]
     pub json: bool,
-    /// Fraction of count units re-run for verification.
+    /// Fraction of count and search units re-run for verification.
     #[arg(long, default_value_t = 0.05)]
     pub verify_rate: f64,
     /// Also write the result in its export format (submission, table, samples) to this file,

@@ -1,6 +1,6 @@
 //! `grind-scaling`: simulated wall time of a campaign on 10, 100, 1,000 workers, with unit
 //! durations from a recorded campaign's unit times, against an in-process coordinator.
-//! See bench/notes-chaos.md ("Scaling").
+//! See BENCHMARKS.md ("Reliability suites: load and scaling").
 
 use anyhow::{bail, Context, Result};
 use clap::Parser;
@@ -62,7 +62,7 @@ fn main() -> Result<()> {
         .build()?;
     if !args.json {
         println!(
-            "{:<14} {:>7} {:>6} {:>9} {:>9} {:>9} {:>9} {:>9} {:>6} {:>6} {:>12} {:>12} {:>9}",
+            "{:<14} {:>7} {:>6} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6} {:>6} {:>13} {:>13} {:>9}",
             "shape",
             "workers",
             "units",
@@ -70,9 +70,10 @@ fn main() -> Result<()> {
             "longest",
             "ideal s",
             "bound s",
+            "greedy s",
             "actual s",
             "eff",
-            "eff/bd",
+            "gr/act",
             "lease p50/99",
             "compl p50/99",
             "rt/unit"
