@@ -102,7 +102,12 @@ const EVENT_COUNTERS: &[(&str, &str, &str)] = &[
     (
         "replica_agreed",
         "grind_replication_agreements_total",
-        "Replicated count results that agreed",
+        "Replicated results (counts, search units) that agreed",
+    ),
+    (
+        "replica_differed",
+        "grind_search_replicas_differed_total",
+        "Replicated search units whose runs found different bests (both kept)",
     ),
     (
         "donation",
