@@ -424,7 +424,7 @@ impl CycleFinder {
         }
         self.colour.clear();
         self.colour.resize(pairs.len(), 0);
-        let mut found = None;
+        let mut found: Option<Vec<usize>> = None;
         'roots: for root in 0..pairs.len() {
             if self.colour[root] != 0 || pairs[root].1 <= 1 {
                 continue;
@@ -469,16 +469,21 @@ impl CycleFinder {
         // the pairs of the one found, the best by a 0-1 search (fixed pairs cost nothing).
         if self.shortest {
             if let Some(cycle) = found.take() {
-                let mut best: Option<(usize, Vec<usize>)> = None;
-                for &start in &cycle {
+                let cost_of = |c: &[usize]| c.iter().filter(|&&i| !fixed(i)).count();
+                let mut best: (usize, Vec<usize>) = (cost_of(&cycle), cycle);
+                let starts = best.1.clone();
+                for start in starts {
+                    if best.0 <= 1 {
+                        break;
+                    }
                     if let Some(c) = self.cheapest_through(start, pairs, fixed) {
-                        let cost = c.iter().filter(|&&i| !fixed(i)).count();
-                        if best.as_ref().is_none_or(|b| cost < b.0) {
-                            best = Some((cost, c));
+                        let cost = cost_of(&c);
+                        if cost < best.0 {
+                            best = (cost, c);
                         }
                     }
                 }
-                found = Some(best.map_or(cycle, |b| b.1));
+                found = Some(best.1);
             }
         }
         for &(a, _) in pairs {
