@@ -143,6 +143,14 @@ impl Searcher {
         self.root.bound()
     }
 
+    /// A quick game: the root's matching played in precedence order, dropping the cheapest
+    /// pair whenever a cycle blocks it, then finished greedily.
+    pub fn greedy_game(&self) -> (Vec<u32>, i64) {
+        let moves = super::game::repair_pairing(self.n(), &self.root.pairs());
+        let score = moves.iter().map(|&m| i64::from(m)).sum();
+        (moves, score)
+    }
+
     /// Counters so far.
     pub fn stats(&self) -> SearchStats {
         self.stats

@@ -413,3 +413,14 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn the_greedy_game_is_always_a_finished_legal_game() {
+    for n in [1u32, 2, 3, 10, 21, 120, 500, 1500] {
+        let (moves, score) = search::Searcher::new(n).greedy_game();
+        let moves: Vec<u64> = moves.into_iter().map(u64::from).collect();
+        assert_eq!(game::replay(n, &moves), Ok(score as u64), "N = {n}");
+        let optimum_or_more = search::Searcher::new(n).root_bound();
+        assert!(score <= optimum_or_more, "N = {n}");
+    }
+}
