@@ -365,19 +365,18 @@ impl Sieve {
                 .wrapping_mul(0x9E37_79B9_7F4A_7C15)
                 .wrapping_add(round.wrapping_mul(0xD1B5_4A32_D192_ED03));
             searcher.set_shuffle(((seed, round) != (0, 0)).then_some(mix | 1));
-            let budget = Budget::new(HEURISTIC_NODES << round.min(8), Some(deadline));
+            let mut budget = Budget::new(HEURISTIC_NODES << round.min(8), Some(deadline));
+            budget.ctx = Some(ctx);
             budget.best_known(best.as_ref().map(|b| b.1).max(ctx.bound()));
             searcher
                 .search(&[], None, None, &budget)
                 .map_err(ProblemError::Solver)?;
+            if ctx.stop_requested() {
+                return Ok(UnitOutcome::Stopped);
+            }
+            // Improvements were reported as they were found.
             if let Some((moves, score)) = budget.best.into_inner().expect("poisoned") {
                 if best.as_ref().is_none_or(|b| score > b.1) {
-                    if ctx.bound().is_none_or(|b| score > b) {
-                        ctx.improve(Scored {
-                            solution: solution(&moves, score),
-                            score,
-                        });
-                    }
                     best = Some((moves, score));
                 }
             }
@@ -520,8 +519,10 @@ impl Problem for Sieve {
     }
 }
 
-/// Keeps the best game of a search that stops after a node budget or a deadline.
-struct Budget {
+/// Keeps the best game of a search that stops after a node budget or a deadline; with a
+/// worker's context, also reports improvements at once and stops when the worker asks.
+struct Budget<'a> {
+    ctx: Option<&'a dyn SolveContext>,
     nodes: u64,
     deadline: Option<Instant>,
     spent: Mutex<u64>,
@@ -529,9 +530,10 @@ struct Budget {
     best: Mutex<Option<(Vec<u32>, i64)>>,
 }
 
-impl Budget {
-    fn new(nodes: u64, deadline: Option<Instant>) -> Budget {
+impl<'a> Budget<'a> {
+    fn new(nodes: u64, deadline: Option<Instant>) -> Budget<'a> {
         Budget {
+            ctx: None,
             nodes,
             deadline,
             spent: Mutex::new(0),
@@ -545,7 +547,7 @@ impl Budget {
     }
 }
 
-impl Observer for Budget {
+impl Observer for Budget<'_> {
     fn bound(&self) -> Option<i64> {
         let own = self.best.lock().expect("poisoned").as_ref().map(|b| b.1);
         own.max(*self.known.lock().expect("poisoned"))
@@ -554,6 +556,14 @@ impl Observer for Budget {
         let mut best = self.best.lock().expect("poisoned");
         if best.as_ref().is_none_or(|b| score > b.1) {
             *best = Some((moves.to_vec(), score));
+            if let Some(ctx) = self.ctx {
+                if ctx.bound().is_none_or(|b| score > b) {
+                    ctx.improve(Scored {
+                        solution: solution(moves, score),
+                        score,
+                    });
+                }
+            }
         }
     }
     fn progress(&self, nodes: u64) {
@@ -563,6 +573,7 @@ impl Observer for Budget {
     fn should_stop(&self) -> bool {
         *self.spent.lock().expect("poisoned") >= self.nodes
             || self.deadline.is_some_and(|d| Instant::now() >= d)
+            || self.ctx.is_some_and(|ctx| ctx.stop_requested())
     }
     fn should_split(&self) -> bool {
         false

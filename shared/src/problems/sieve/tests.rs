@@ -364,6 +364,12 @@ fn heuristic_mode_finds_a_valid_good_game() {
     assert!(best.score * 100 >= bound * 99, "{} vs {bound}", best.score);
     // Exact payloads are refused in heuristic mode.
     assert!(sieve.solve(&root_unit(), &ctx).is_err());
+    // A stop request ends the run at once (well before its second).
+    let started = std::time::Instant::now();
+    let stopping = LocalContext::stopping_after(0);
+    let outcome = sieve.solve(&batch.units[0].payload, &stopping).unwrap();
+    assert_eq!(outcome, UnitOutcome::Stopped);
+    assert!(started.elapsed() < std::time::Duration::from_millis(900));
 }
 
 proptest! {
