@@ -10,11 +10,16 @@
 //! and compares it with published terms (FILE: one term per line for N = 1, 2, ...; `#`
 //! starts a comment), printing one row per N and a summary; it exits non-zero on any
 //! mismatch. `bench/sieve.sh` runs it for N = 1..200 against `bench/sieve_a019312.txt`.
+//!
+//! `cargo bench -p grind-shared --bench sieve -- --probe N` times what creating an exact
+//! campaign costs (the probe search that sets the starting bound, and the splitter).
 
 use std::process::ExitCode;
 use std::time::Instant;
 
-use grind_shared::problems::sieve::{local, search::Searcher};
+use grind_shared::problem::Problem;
+use grind_shared::problems::sieve::{local, search::Searcher, Sieve, SieveParams};
+use grind_shared::registry::ProblemDef;
 
 fn flag(args: &mut Vec<String>, name: &str) -> Option<String> {
     let at = args.iter().position(|a| a == name)?;
@@ -29,6 +34,9 @@ fn main() -> ExitCode {
         .collect();
     let threads: usize = flag(&mut args, "--threads").map_or(2, |t| t.parse().expect("--threads"));
     let repeat: usize = flag(&mut args, "--repeat").map_or(3, |r| r.parse().expect("--repeat"));
+    if let Some(n) = flag(&mut args, "--probe") {
+        return probe(n.parse().expect("--probe N"));
+    }
     if let Some(at) = args.iter().position(|a| a == "--check") {
         let from: u32 = args[at + 1].parse().expect("--check A B FILE");
         let to: u32 = args[at + 2].parse().expect("--check A B FILE");
@@ -62,6 +70,30 @@ fn main() -> ExitCode {
             proven.score, proven.units, proven.nodes
         );
     }
+    ExitCode::SUCCESS
+}
+
+/// Times what creating an exact campaign costs the coordinator: the probe search (starting
+/// bound) and the splitter.
+fn probe(n: u32) -> ExitCode {
+    let params = SieveParams {
+        n: Some(n),
+        n_from: None,
+        n_to: None,
+        heuristic: false,
+        unit_seconds: None,
+        units: None,
+    };
+    let start = Instant::now();
+    let sieve = Sieve::from_params(params).expect("parameters");
+    let bound = sieve.initial_bound();
+    let probe = start.elapsed().as_secs_f64();
+    let start = Instant::now();
+    let units = sieve.split(None, usize::MAX).expect("split").units.len();
+    println!(
+        "N = {n}: starting bound {bound:?} in {probe:.3} s; {units} units in {:.3} s",
+        start.elapsed().as_secs_f64()
+    );
     ExitCode::SUCCESS
 }
 

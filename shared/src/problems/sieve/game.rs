@@ -163,15 +163,39 @@ pub fn replay(n: u32, moves: &[u64]) -> Result<u64, GameError> {
 /// pair j when i's factor divides j's number. Returns `None` when the pairing's precedence
 /// has a cycle or a pair is not playable in the order found.
 pub fn order_pairing(n: u32, pairs: &[(u32, u32)]) -> Option<Vec<u32>> {
+    play_pairing(n, pairs, false)
+}
+
+/// Like [`order_pairing`], but never fails: whenever the precedence is stuck on a cycle the
+/// remaining pair with the smallest number is dropped. A greedy game from any pairing (for
+/// example the maximum matching itself): the anytime mode's first game.
+pub fn repair_pairing(n: u32, pairs: &[(u32, u32)]) -> Vec<u32> {
+    play_pairing(n, pairs, true).unwrap_or_default()
+}
+
+fn play_pairing(n: u32, pairs: &[(u32, u32)], repair: bool) -> Option<Vec<u32>> {
     let count = pairs.len();
     let mut indegree = vec![0usize; count];
     let mut succ: Vec<Vec<usize>> = vec![Vec::new(); count];
+    // Successors of i: pairs whose number is a multiple of i's factor.
+    let mut pair_of = vec![usize::MAX; n as usize + 1];
+    for (j, &(a, _)) in pairs.iter().enumerate() {
+        if a >= 1 && a <= n {
+            pair_of[a as usize] = j;
+        }
+    }
     for (i, &(_, b)) in pairs.iter().enumerate() {
-        for (j, &(a, _)) in pairs.iter().enumerate() {
-            if i != j && b != 0 && a % b == 0 {
+        if b == 0 {
+            continue;
+        }
+        let mut m = b;
+        while m <= n {
+            let j = pair_of[m as usize];
+            if j != usize::MAX && j != i {
                 succ[i].push(j);
                 indegree[j] += 1;
             }
+            m += b;
         }
     }
     // Kahn's algorithm, largest number first among the ready pairs (any order works).
@@ -179,24 +203,51 @@ pub fn order_pairing(n: u32, pairs: &[(u32, u32)]) -> Option<Vec<u32>> {
         .filter(|&i| indegree[i] == 0)
         .map(|i| (pairs[i].0, i))
         .collect();
+    let mut done = vec![false; count];
+    let mut left = count;
     let mut board = Board::new(n);
     let mut moves = Vec::with_capacity(count);
-    while let Some((a, i)) = ready.pop() {
-        let b = pairs[i].1;
-        if !board.has(a) || !board.has(b) || a == b || a % b != 0 {
+    loop {
+        let i = match ready.pop() {
+            Some((_, i)) => i,
+            None if left == 0 => break,
+            None if !repair => return None,
+            None => {
+                // Stuck on a cycle: drop the cheapest pair left.
+                let drop = (0..count)
+                    .filter(|&i| !done[i])
+                    .min_by_key(|&i| pairs[i].0)
+                    .expect("pairs are left");
+                done[drop] = true;
+                left -= 1;
+                for &j in &succ[drop] {
+                    indegree[j] -= 1;
+                    if indegree[j] == 0 && !done[j] {
+                        ready.push((pairs[j].0, j));
+                    }
+                }
+                continue;
+            }
+        };
+        if done[i] {
+            continue;
+        }
+        done[i] = true;
+        left -= 1;
+        let (a, b) = pairs[i];
+        let playable = board.has(a) && board.has(b) && a != b && a % b == 0;
+        if playable {
+            board.play(a);
+            moves.push(a);
+        } else if !repair {
             return None;
         }
-        board.play(a);
-        moves.push(a);
         for &j in &succ[i] {
             indegree[j] -= 1;
-            if indegree[j] == 0 {
+            if indegree[j] == 0 && !done[j] {
                 ready.push((pairs[j].0, j));
             }
         }
-    }
-    if moves.len() != count {
-        return None;
     }
     while let Some(k) = board.largest_legal() {
         board.play(k);
@@ -292,6 +343,15 @@ mod tests {
             (20, 10),
             (16, 8),
         ];
+        // Repairing the cyclic pairing drops a pair and still gives a finished, legal game.
+        let repaired: Vec<u64> = repair_pairing(21, &pairs)
+            .into_iter()
+            .map(u64::from)
+            .collect();
+        assert!(
+            replay(21, &repaired).is_ok_and(|s| s >= 130),
+            "{repaired:?}"
+        );
         let moves = order_pairing(21, &good).expect("acyclic");
         let moves: Vec<u64> = moves.into_iter().map(u64::from).collect();
         assert_eq!(replay(21, &moves), Ok(144));

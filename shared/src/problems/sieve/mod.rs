@@ -36,9 +36,16 @@ pub const MAX_N: u32 = 20_000;
 pub const MAX_FAMILY: u32 = 1_000;
 /// Default number of exact units the splitter aims for.
 pub const DEFAULT_SPLIT_UNITS: u32 = 256;
-/// Nodes of the deterministic search that gives exact campaigns their starting bound; when
-/// the whole tree fits in it, the campaign is a single unit.
+/// Nodes of the deterministic search that gives exact campaigns their starting bound, for
+/// N <= 1000 (fewer above, so that creating a campaign stays within a few seconds: a node
+/// costs O(N)); when the whole tree fits in it, the campaign is a single unit.
 pub const PROBE_NODES: u64 = 20_000;
+
+/// The probe's node budget for N (a function of N alone: every coordinator derives the same
+/// units).
+pub fn probe_nodes(n: u32) -> u64 {
+    (PROBE_NODES * 1000 / u64::from(n.max(1))).clamp(1_000, PROBE_NODES)
+}
 /// Nodes of the first round of an anytime run (doubling each round).
 pub const HEURISTIC_NODES: u64 = 2_000;
 
@@ -177,16 +184,23 @@ impl Sieve {
     }
 
     /// The deterministic starting game of exact mode: the best game a search of
-    /// [`PROBE_NODES`] nodes finds (deterministic, so every coordinator derives the same
+    /// [`probe_nodes`] nodes finds (deterministic, so every coordinator derives the same
     /// units), and whether that search covered the whole tree.
     fn probe(&self) -> &Probe {
         self.start.get_or_init(|| {
             let mut searcher = Searcher::new(self.n);
-            let budget = Budget::new(PROBE_NODES, None);
+            let budget = Budget::new(probe_nodes(self.n), None);
             searcher.set_check_interval(64);
             let end = searcher.search(&[], None, None, &budget);
+            // Large N can exhaust the budget before the first leaf: fall back on the greedy
+            // game, so that every campaign starts with a bound.
+            let game = budget
+                .best
+                .into_inner()
+                .expect("poisoned")
+                .or_else(|| Some(searcher.greedy_game()));
             Probe {
-                game: budget.best.into_inner().expect("poisoned"),
+                game,
                 complete: end == Ok(SearchEnd::Done),
             }
         })
@@ -329,7 +343,16 @@ impl Sieve {
     ) -> Result<UnitOutcome, ProblemError> {
         let seconds = self.params.unit_seconds.unwrap_or(10);
         let deadline = Instant::now() + Duration::from_secs(u64::from(seconds));
-        let mut best: Option<(Vec<u32>, i64)> = None;
+        // A game at once (the greedy repair of the maximum matching), then better ones.
+        let mut best: Option<(Vec<u32>, i64)> = Some(Searcher::new(self.n).greedy_game());
+        if let Some((moves, score)) = &best {
+            if ctx.bound().is_none_or(|b| *score > b) {
+                ctx.improve(Scored {
+                    solution: solution(moves, *score),
+                    score: *score,
+                });
+            }
+        }
         let mut round = 0u64;
         while Instant::now() < deadline {
             if ctx.stop_requested() {
@@ -342,19 +365,18 @@ impl Sieve {
                 .wrapping_mul(0x9E37_79B9_7F4A_7C15)
                 .wrapping_add(round.wrapping_mul(0xD1B5_4A32_D192_ED03));
             searcher.set_shuffle(((seed, round) != (0, 0)).then_some(mix | 1));
-            let budget = Budget::new(HEURISTIC_NODES << round.min(8), Some(deadline));
+            let mut budget = Budget::new(HEURISTIC_NODES << round.min(8), Some(deadline));
+            budget.ctx = Some(ctx);
             budget.best_known(best.as_ref().map(|b| b.1).max(ctx.bound()));
             searcher
                 .search(&[], None, None, &budget)
                 .map_err(ProblemError::Solver)?;
+            if ctx.stop_requested() {
+                return Ok(UnitOutcome::Stopped);
+            }
+            // Improvements were reported as they were found.
             if let Some((moves, score)) = budget.best.into_inner().expect("poisoned") {
                 if best.as_ref().is_none_or(|b| score > b.1) {
-                    if ctx.bound().is_none_or(|b| score > b) {
-                        ctx.improve(Scored {
-                            solution: solution(&moves, score),
-                            score,
-                        });
-                    }
                     best = Some((moves, score));
                 }
             }
@@ -497,8 +519,10 @@ impl Problem for Sieve {
     }
 }
 
-/// Keeps the best game of a search that stops after a node budget or a deadline.
-struct Budget {
+/// Keeps the best game of a search that stops after a node budget or a deadline; with a
+/// worker's context, also reports improvements at once and stops when the worker asks.
+struct Budget<'a> {
+    ctx: Option<&'a dyn SolveContext>,
     nodes: u64,
     deadline: Option<Instant>,
     spent: Mutex<u64>,
@@ -506,9 +530,10 @@ struct Budget {
     best: Mutex<Option<(Vec<u32>, i64)>>,
 }
 
-impl Budget {
-    fn new(nodes: u64, deadline: Option<Instant>) -> Budget {
+impl<'a> Budget<'a> {
+    fn new(nodes: u64, deadline: Option<Instant>) -> Budget<'a> {
         Budget {
+            ctx: None,
             nodes,
             deadline,
             spent: Mutex::new(0),
@@ -522,7 +547,7 @@ impl Budget {
     }
 }
 
-impl Observer for Budget {
+impl Observer for Budget<'_> {
     fn bound(&self) -> Option<i64> {
         let own = self.best.lock().expect("poisoned").as_ref().map(|b| b.1);
         own.max(*self.known.lock().expect("poisoned"))
@@ -531,6 +556,14 @@ impl Observer for Budget {
         let mut best = self.best.lock().expect("poisoned");
         if best.as_ref().is_none_or(|b| score > b.1) {
             *best = Some((moves.to_vec(), score));
+            if let Some(ctx) = self.ctx {
+                if ctx.bound().is_none_or(|b| score > b) {
+                    ctx.improve(Scored {
+                        solution: solution(moves, score),
+                        score,
+                    });
+                }
+            }
         }
     }
     fn progress(&self, nodes: u64) {
@@ -540,6 +573,7 @@ impl Observer for Budget {
     fn should_stop(&self) -> bool {
         *self.spent.lock().expect("poisoned") >= self.nodes
             || self.deadline.is_some_and(|d| Instant::now() >= d)
+            || self.ctx.is_some_and(|ctx| ctx.stop_requested())
     }
     fn should_split(&self) -> bool {
         false

@@ -143,6 +143,14 @@ impl Searcher {
         self.root.bound()
     }
 
+    /// A quick game: the root's matching played in precedence order, dropping the cheapest
+    /// pair whenever a cycle blocks it, then finished greedily.
+    pub fn greedy_game(&self) -> (Vec<u32>, i64) {
+        let moves = super::game::repair_pairing(self.n(), &self.root.pairs());
+        let score = moves.iter().map(|&m| i64::from(m)).sum();
+        (moves, score)
+    }
+
     /// Counters so far.
     pub fn stats(&self) -> SearchStats {
         self.stats
@@ -424,7 +432,7 @@ impl CycleFinder {
         }
         self.colour.clear();
         self.colour.resize(pairs.len(), 0);
-        let mut found = None;
+        let mut found: Option<Vec<usize>> = None;
         'roots: for root in 0..pairs.len() {
             if self.colour[root] != 0 || pairs[root].1 <= 1 {
                 continue;
@@ -469,16 +477,21 @@ impl CycleFinder {
         // the pairs of the one found, the best by a 0-1 search (fixed pairs cost nothing).
         if self.shortest {
             if let Some(cycle) = found.take() {
-                let mut best: Option<(usize, Vec<usize>)> = None;
-                for &start in &cycle {
+                let cost_of = |c: &[usize]| c.iter().filter(|&&i| !fixed(i)).count();
+                let mut best: (usize, Vec<usize>) = (cost_of(&cycle), cycle);
+                let starts = best.1.clone();
+                for start in starts {
+                    if best.0 <= 1 {
+                        break;
+                    }
                     if let Some(c) = self.cheapest_through(start, pairs, fixed) {
-                        let cost = c.iter().filter(|&&i| !fixed(i)).count();
-                        if best.as_ref().is_none_or(|b| cost < b.0) {
-                            best = Some((cost, c));
+                        let cost = cost_of(&c);
+                        if cost < best.0 {
+                            best = (cost, c);
                         }
                     }
                 }
-                found = Some(best.map_or(cycle, |b| b.1));
+                found = Some(best.1);
             }
         }
         for &(a, _) in pairs {

@@ -364,6 +364,12 @@ fn heuristic_mode_finds_a_valid_good_game() {
     assert!(best.score * 100 >= bound * 99, "{} vs {bound}", best.score);
     // Exact payloads are refused in heuristic mode.
     assert!(sieve.solve(&root_unit(), &ctx).is_err());
+    // A stop request ends the run at once (well before its second).
+    let started = std::time::Instant::now();
+    let stopping = LocalContext::stopping_after(0);
+    let outcome = sieve.solve(&batch.units[0].payload, &stopping).unwrap();
+    assert_eq!(outcome, UnitOutcome::Stopped);
+    assert!(started.elapsed() < std::time::Duration::from_millis(900));
 }
 
 proptest! {
@@ -411,5 +417,16 @@ proptest! {
         if let Ok(doc) = sieve.parse_submission(&text) {
             let _ = sieve.score(&doc);
         }
+    }
+}
+
+#[test]
+fn the_greedy_game_is_always_a_finished_legal_game() {
+    for n in [1u32, 2, 3, 10, 21, 120, 500, 1500] {
+        let (moves, score) = search::Searcher::new(n).greedy_game();
+        let moves: Vec<u64> = moves.into_iter().map(u64::from).collect();
+        assert_eq!(game::replay(n, &moves), Ok(score as u64), "N = {n}");
+        let optimum_or_more = search::Searcher::new(n).root_bound();
+        assert!(score <= optimum_or_more, "N = {n}");
     }
 }
