@@ -640,7 +640,10 @@ fn grant_from_campaign(
 /// by a worker registered with the same authentication token (the token's holder vouches for
 /// both). A checkpoint is the writer's unverified claim about the work done so far, so any
 /// other worker restarts the unit from its beginning: a forged checkpoint can then only
-/// spoil its writer's own results, which replication checks.
+/// spoil its writer's own results, which replication checks. Workers registered without a
+/// token (a coordinator that requires none, which only listens on loopback) form one trust
+/// domain: any of them can act for any other anyway, so refusing their checkpoints would only
+/// lose work (for example when `grind run --db` resumes a campaign with new worker ids).
 fn trusts_checkpoint(ctx: &Ctx, worker_id: i64, writer: Option<i64>) -> Result<bool, Error> {
     let Some(writer) = writer else {
         return Ok(false);
@@ -651,8 +654,9 @@ fn trusts_checkpoint(ctx: &Ctx, worker_id: i64, writer: Option<i64>) -> Result<b
     Ok(ctx
         .conn
         .prepare_cached(
-            "SELECT coalesce((SELECT token_id FROM workers WHERE id = ?1)
-                             = (SELECT token_id FROM workers WHERE id = ?2), 0)",
+            "SELECT EXISTS(SELECT 1 FROM workers AS reader, workers AS author
+                           WHERE reader.id = ?1 AND author.id = ?2
+                             AND reader.token_id IS author.token_id)",
         )?
         .query_row(params![worker_id, writer], |r| r.get(0))?)
 }

@@ -267,7 +267,7 @@ async fn release_with(rig: &Rig, worker: i64, lease_id: i64, cursor: Vec<u8>) {
 }
 
 #[tokio::test]
-async fn a_checkpoint_is_only_resumed_by_its_writer_or_a_worker_of_the_same_token() {
+async fn a_checkpoint_is_resumed_only_by_its_writer_or_a_worker_of_the_same_token() {
     let rig = rig(5);
     rig.campaign(serde_json::json!({"to": 100, "unit": 100}))
         .await;
@@ -310,10 +310,15 @@ async fn a_checkpoint_is_only_resumed_by_its_writer_or_a_worker_of_the_same_toke
         nobody.cursor.is_empty(),
         "an anonymous worker was handed bob's checkpoint"
     );
-    // Two anonymous workers do not vouch for each other either.
+    // Workers without a token (a coordinator that requires none) share one trust domain:
+    // any of them could act for any other anyway.
     let other = rig.worker("anonymous-2").await;
     release_with(&rig, anonymous, nobody.lease_id, vec![5; 16]).await;
-    assert!(rig.lease(other, 1).await.remove(0).cursor.is_empty());
+    let shared = rig.lease(other, 1).await.remove(0);
+    assert_eq!(shared.cursor, vec![5; 16]);
+    // ...but a token's worker is not handed an anonymous worker's checkpoint.
+    release_with(&rig, other, shared.lease_id, vec![6; 16]).await;
+    assert!(rig.lease(bob, 1).await.remove(0).cursor.is_empty());
 }
 
 #[tokio::test]
