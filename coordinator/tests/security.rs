@@ -188,22 +188,7 @@ async fn identities_are_bound_to_tokens_and_banned_workers_are_refused() {
     let admin_token = create_token(&coord.db, true);
     let ch = channel(&coord.url).await;
     let mut admin = AdminClient::new(with_token(ch.clone(), Some(&admin_token)));
-    let campaign = wait_for("the admin token to be loaded", WAIT, || {
-        let mut admin = admin.clone();
-        async move {
-            admin
-                .create_campaign(pb::CreateCampaignRequest {
-                    problem: "primes".into(),
-                    params_json: r#"{"to": 4000, "unit": 1000}"#.into(),
-                    verify_rate: 0.0,
-                    ..Default::default()
-                })
-                .await
-                .ok()
-                .map(|r| r.into_inner().campaign_id)
-        }
-    })
-    .await;
+    let campaign = create_primes(&admin, r#"{"to": 4000, "unit": 1000}"#).await;
     let mut alice = WorkerClient::new(with_token(ch.clone(), Some(&alice_token)));
     let mut mallory = WorkerClient::new(with_token(ch.clone(), Some(&mallory_token)));
     let register = pb::RegisterRequest {
@@ -284,8 +269,42 @@ async fn identities_are_bound_to_tokens_and_banned_workers_are_refused() {
     // The unit went back to pending and an honest worker finishes the campaign.
     let mut honest = start_worker_with(&coord.url, &[("GRIND_TOKEN", mallory_token.as_str())]);
     let mut admin_plain = AdminClient::new(with_token(ch.clone(), Some(&admin_token)));
-    let done = wait_for("the campaign to finish", WAIT, || {
-        let mut admin = admin_plain.clone();
+    let done = wait_done(&admin_plain, campaign).await;
+    assert_eq!(done.value, primes_between(0, 4000).to_string());
+    let workers = admin_plain
+        .status(pb::StatusRequest::default())
+        .await
+        .unwrap()
+        .into_inner()
+        .workers;
+    assert!(workers.iter().any(|w| w.worker_id == alice_id && w.banned));
+    honest.kill();
+}
+
+/// Creates a primes campaign (no replication) as soon as the admin token has been loaded.
+async fn create_primes(admin: &AdminClient<AuthChannel>, params_json: &str) -> i64 {
+    wait_for("the admin token to be loaded", WAIT, || {
+        let mut admin = admin.clone();
+        async move {
+            admin
+                .create_campaign(pb::CreateCampaignRequest {
+                    problem: "primes".into(),
+                    params_json: params_json.into(),
+                    verify_rate: 0.0,
+                    ..Default::default()
+                })
+                .await
+                .ok()
+                .map(|r| r.into_inner().campaign_id)
+        }
+    })
+    .await
+}
+
+/// Waits until `campaign` is done and returns its status.
+async fn wait_done(admin: &AdminClient<AuthChannel>, campaign: i64) -> pb::CampaignStatus {
+    wait_for("the campaign to finish", WAIT, || {
+        let mut admin = admin.clone();
         async move {
             let c = admin
                 .show_campaign(pb::CampaignRef {
@@ -297,15 +316,64 @@ async fn identities_are_bound_to_tokens_and_banned_workers_are_refused() {
             (c.state == "done").then_some(c)
         }
     })
-    .await;
-    assert_eq!(done.value, primes_between(0, 4000).to_string());
-    let workers = admin_plain
-        .status(pb::StatusRequest::default())
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forged_checkpoint_cannot_make_another_tokens_worker_count_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    let coord = start_coordinator(dir.path(), 30_000, &["--require-auth"]);
+    let poisoner_token = create_token(&coord.db, false);
+    let honest_token = create_token(&coord.db, false);
+    let admin_token = create_token(&coord.db, true);
+    let ch = channel(&coord.url).await;
+    let admin = AdminClient::new(with_token(ch.clone(), Some(&admin_token)));
+    // One unit, no replication (the default rate, 0.05, skips most units the same way).
+    let campaign = create_primes(&admin, r#"{"to": 30000, "unit": 30000}"#).await;
+    let mut poisoner = WorkerClient::new(with_token(ch.clone(), Some(&poisoner_token)));
+    let poisoner_id = poisoner
+        .register(pb::RegisterRequest {
+            name: "poisoner".into(),
+            host: "h".into(),
+            cores: 1,
+            ..Default::default()
+        })
         .await
         .unwrap()
         .into_inner()
-        .workers;
-    assert!(workers.iter().any(|w| w.worker_id == alice_id && w.banned));
+        .worker_id;
+    let grant = poisoner
+        .lease(pb::LeaseRequest {
+            worker_id: poisoner_id,
+            capacity: 1,
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .leases
+        .remove(0);
+    // "I got to the end of the unit and found no prime": a checkpoint the primes solver
+    // accepts (position inside the unit, count not above what was covered).
+    let mut forged = 30_000u64.to_le_bytes().to_vec();
+    forged.extend_from_slice(&0u64.to_le_bytes());
+    poisoner
+        .release(pb::ReleaseRequest {
+            worker_id: poisoner_id,
+            lease_id: grant.lease_id,
+            cursor: forged,
+            nodes: 0,
+            cpu_seconds: 0.0,
+        })
+        .await
+        .unwrap();
+    // A worker of another token is not handed the poisoner's checkpoint.
+    let mut honest = start_worker_with(&coord.url, &[("GRIND_TOKEN", honest_token.as_str())]);
+    let done = wait_done(&admin, campaign).await;
+    assert_eq!(
+        done.value,
+        primes_between(0, 30_000).to_string(),
+        "the honest worker resumed from the forged checkpoint"
+    );
     honest.kill();
 }
 
