@@ -236,6 +236,15 @@ impl Direction {
     }
 }
 
+impl fmt::Display for Direction {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Direction::Forward => "forward",
+            Direction::Backward => "backward",
+        })
+    }
+}
+
 /// Largest `target - f(n-1)` for which [`Direction::choose`] picks the backward search.
 pub const BACKWARD_MAX_GAP: u32 = 12;
 
@@ -2059,6 +2068,10 @@ mod tests {
         );
         assert_eq!(choose(Some("backward"), 4, None), Ok(Direction::Backward));
         assert!(choose(Some("sideways"), 4, None).is_err());
+        for dir in DIRS {
+            let name = dir.to_string();
+            assert_eq!(Direction::choose(Some(&name), 4, &f(4), None), Ok(dir));
+        }
     }
 
     #[test]
