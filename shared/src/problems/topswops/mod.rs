@@ -150,6 +150,9 @@ impl ProblemDef for Topswops {
             params.target,
         )
         .map_err(|e| ProblemError::InvalidParams(format!("--direction: {e}")))?;
+        // Pinned in the canonical parameters: the units' paths mean different things in the two
+        // trees, so a campaign keeps its direction even if the default rule changes.
+        params.direction = Some(direction.to_string());
         Ok(Topswops {
             params,
             tail_bounds,

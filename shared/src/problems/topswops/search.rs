@@ -97,7 +97,7 @@
 //! search gains most when the goal is far above f(n-1); until card n surfaces it has no bound.
 //! The backward search has no bound until position n is un-flipped (its part of the tree that
 //! grows with n alone), then `depth + f(s)`. Measured single-core (BENCHMARKS.md): forward is
-//! 1.1-1.3x faster for n = 12..14 (target - f(n-1) = 14, 15, 21), backward 1.5x faster for
+//! 1.05-1.2x faster for n = 12..14 (target - f(n-1) = 14, 15, 21), backward 1.5x faster for
 //! n = 15 (113 - 101 = 12). [`Direction::choose`] follows that: backward when the target is at
 //! most [`BACKWARD_MAX_GAP`] above f(n-1), forward otherwise and in discovery mode.
 //!
@@ -233,6 +233,15 @@ impl Direction {
                 })
             }
         }
+    }
+}
+
+impl fmt::Display for Direction {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Direction::Forward => "forward",
+            Direction::Backward => "backward",
+        })
     }
 }
 
@@ -2059,6 +2068,10 @@ mod tests {
         );
         assert_eq!(choose(Some("backward"), 4, None), Ok(Direction::Backward));
         assert!(choose(Some("sideways"), 4, None).is_err());
+        for dir in DIRS {
+            let name = dir.to_string();
+            assert_eq!(Direction::choose(Some(&name), 4, &f(4), None), Ok(dir));
+        }
     }
 
     #[test]
