@@ -532,7 +532,7 @@ impl Problem for Topswops {
                         .map(|c| c.to_string())
                         .collect::<Vec<_>>()
                         .join(",")
-                ) + &format!("# {value} flips\n")
+                )
             }
             None => format!("# no deck found (value {value:?})\n"),
         }
