@@ -79,6 +79,11 @@ impl ProblemDef for Topswops {
                 "--contest names a family of campaigns; create it with `grind contest add`".into(),
             ));
         }
+        if n == 0 {
+            return Err(ProblemError::InvalidParams(
+                "topswops needs --n N (or --contest primes for the contest family)".into(),
+            ));
+        }
         if params.heuristic != heuristic::HeuristicArgs::default() {
             if !params.heuristic.heuristic {
                 return Err(ProblemError::InvalidParams(
