@@ -194,7 +194,9 @@ fn bad_parameters_and_solutions_are_refused() {
             })
     };
     assert!(build(json!({"n": 1, "heuristic": true})).is_err());
-    assert!(build(json!({"heuristic": true})).unwrap_err().contains("--n"));
+    assert!(build(json!({"heuristic": true}))
+        .unwrap_err()
+        .contains("--n"));
     assert!(build(json!({})).unwrap_err().contains("--n"));
     assert!(build(json!({"n": 50_000, "heuristic": true})).is_err());
     assert!(build(json!({"n": 20, "heuristic": true, "k": 20})).is_err());
