@@ -6,17 +6,21 @@
 # Usage: bench/topswops_heuristic.sh N SECONDS [topswops flags...]
 #   e.g. bench/topswops_heuristic.sh 97 600 --k 8
 #        DB=/var/tmp/ts10k.db bench/topswops_heuristic.sh 10000 900 --k 9 --units 4
-# Environment: DB (default: a new temporary file), WORKERS (default 1), THREADS (default 2).
+# Environment: DB (default: a new temporary file), WORKERS (default 1), THREADS (default 2),
+# GRIND (a grind binary to use instead of building target/release/grind).
 set -euo pipefail
 
 n="$1"; seconds="$2"; shift 2
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cd "$here/.."
-cargo build -q --release -p grind-coordinator -p grind-worker
+if [ -z "${GRIND:-}" ]; then
+    cargo build -q --release -p grind-coordinator
+    GRIND=target/release/grind
+fi
 db="${DB:-$(mktemp -d)/topswops-$n.db}"
 echo "machine: $(lscpu | grep 'Model name' | sed 's/.*: *//'), $(nproc) CPUs; load: $(uptime | sed 's/.*load/load/')"
 echo "campaign: topswops --n $n --heuristic $*; database $db"
-target/release/grind run topswops --n "$n" --heuristic "$@" --seconds "$seconds" --db "$db" \
+"$GRIND" run topswops --n "$n" --heuristic "$@" --seconds "$seconds" --db "$db" \
     --workers "${WORKERS:-1}" --threads "${THREADS:-2}" --json > "$db.run.json" || true
 echo "load after: $(uptime | sed 's/.*load/load/')"
 echo
@@ -38,7 +42,9 @@ sqlite3 -separator ' ' "$db" "
 
 # Projection: fit stage CPU time = A * L^B over the later half of the measured growth stages
 # (L = prefix length), then sum the fitted times of the stages still to come, up to
-# TARGET_L (default n) in steps of K (default: --k from the flags, else 8).
+# TARGET_L (default n) in steps of K (default: --k from the flags, else 8). Also the
+# asymptotic model (flips per candidate and flip length both grow like L, so a stage costs
+# ~ L^2) calibrated on the last measured stage.
 k=8
 args=("$@")
 for ((i = 0; i < ${#args[@]}; i++)); do
@@ -67,6 +73,9 @@ awk -v k="$k" -v target="${TARGET_L:-$n}" '
     done = 0; for (i = 1; i <= NR; i++) done += t[i]
     printf "stages measured: %d (prefix up to %d), CPU seconds so far %.0f, best %d\n", NR, L[NR] + k, done, best[NR]
     printf "fit: stage CPU s = %.3g * L^%.3f (on %d stages)\n", exp(a), b, m
-    printf "projected CPU time to grow to L = %d: %.0f s = %.1f core-days\n", target, total, total / 86400
+    printf "projected CPU time to grow to L = %d (fitted exponent): %.0f s = %.1f core-days\n", target, total, total / 86400
+    quad = 0
+    for (l = L[NR] + k; l < target; l += k) quad += t[NR] * (l / L[NR]) ^ 2
+    printf "projected CPU time to grow to L = %d (stage time ~ L^2 from the last stage): %.0f s = %.1f core-days\n", target, quad, quad / 86400
     printf "p = best / (L + k)^2 at the last stage: %.4f\n", best[NR] / ((L[NR] + k) ^ 2)
   }'

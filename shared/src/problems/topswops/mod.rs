@@ -84,6 +84,11 @@ impl ProblemDef for Topswops {
                 "--contest names a family of campaigns; create it with `grind contest add`".into(),
             ));
         }
+        if n == 0 {
+            return Err(ProblemError::InvalidParams(
+                "topswops needs --n N (or --contest primes for the contest family)".into(),
+            ));
+        }
         if params.heuristic != heuristic::HeuristicArgs::default() {
             if !params.heuristic.heuristic {
                 return Err(ProblemError::InvalidParams(
@@ -557,7 +562,7 @@ impl Problem for Topswops {
                         .map(|c| c.to_string())
                         .collect::<Vec<_>>()
                         .join(",")
-                ) + &format!("# {value} flips\n")
+                )
             }
             None => format!("# no deck found (value {value:?})\n"),
         }

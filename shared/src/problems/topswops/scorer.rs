@@ -512,9 +512,10 @@ impl HeadState {
     /// (`self` keeps none: use it for untracked continuations).
     pub fn copy_from(&mut self, other: &HeadState) {
         self.tracking = None;
+        // Nothing above either state's largest fed value is set: copy only up to it.
         let span = self.active.max(other.active);
         self.cards[..span].copy_from_slice(&other.cards[..span]);
-        self.used.copy_from_slice(&other.used);
+        self.used[..=span].copy_from_slice(&other.used[..=span]);
         self.flips = other.flips;
         self.fed = other.fed;
         self.active = other.active;

@@ -95,6 +95,11 @@ pub struct HeuristicArgs {
     #[arg(long)]
     #[serde(default)]
     pub window: Option<u32>,
+    /// Polish rounds in a row without improvement (each with a wider window) before the
+    /// campaign ends (default 3; 0 = no polishing after growth).
+    #[arg(long)]
+    #[serde(default)]
+    pub polish_stall: Option<u32>,
     /// A contest family: `primes` = one campaign per prime n in 2..97.
     #[arg(long, value_enum)]
     #[serde(default)]
@@ -121,6 +126,7 @@ pub struct Heuristic {
     pool: usize,
     units: u64,
     window: usize,
+    polish_stall: u64,
     kernel: Kernel,
     /// Recent prefix states (tracked), most recent last.
     cache: Mutex<Vec<(Vec<Card>, HeadState)>>,
@@ -289,6 +295,13 @@ impl Heuristic {
         let pool = *args.pool.get_or_insert(k);
         let units = *args.units.get_or_insert(16);
         let window = *args.window.get_or_insert(5);
+        let polish_stall = *args.polish_stall.get_or_insert(MAX_STALL);
+        if polish_stall > MAX_STALL || (polish_stall == 0 && strategy == Strategy::Polish) {
+            return Err(bad(format!(
+                "--polish-stall {polish_stall} is out of range: 0..={MAX_STALL} (1.. with \
+                 --strategy polish)"
+            )));
+        }
         if k == 0 || k > MAX_POOL || pool < k || pool > MAX_POOL {
             return Err(bad(format!(
                 "need 1 <= k <= pool <= {MAX_POOL}, got k = {k}, pool = {pool}"
@@ -297,8 +310,8 @@ impl Heuristic {
         if units == 0 || units > 100_000 {
             return Err(bad(format!("--units {units} is out of range: 1..=100000")));
         }
-        if !(2..=9).contains(&window) {
-            return Err(bad(format!("--window {window} is out of range: 2..=9")));
+        if !(2..=6).contains(&window) {
+            return Err(bad(format!("--window {window} is out of range: 2..=6")));
         }
         Ok(Heuristic {
             n: n as usize,
@@ -308,6 +321,7 @@ impl Heuristic {
             pool: pool as usize,
             units: u64::from(units),
             window: window as usize,
+            polish_stall: u64::from(polish_stall),
             kernel: Kernel::detect(),
             cache: Mutex::new(Vec::new()),
         })
@@ -455,7 +469,7 @@ impl Heuristic {
             Some(c) if c.phase == Phase::Polish && flips <= c.start_flips => c.stall + 1,
             _ => 0,
         };
-        if stall > u64::from(MAX_STALL) {
+        if self.polish_stall == 0 || stall > self.polish_stall {
             return Ok(None);
         }
         let window = self.window as u64 + stall;

@@ -141,6 +141,23 @@ fn polish_rounds_never_lose_ground_and_the_campaign_ends() {
 }
 
 #[test]
+fn without_polish_the_campaign_ends_when_growth_does() {
+    let params: TopswopsParams = serde_json::from_value(json!({
+        "n": 13, "heuristic": true, "k": 4, "units": 2, "polish_stall": 0
+    }))
+    .unwrap();
+    let problem = Topswops::from_params(params).unwrap();
+    let (scores, _) = drive(&problem, 100);
+    // One entry per growth stage, plus the final (empty) split that ends the campaign.
+    let greedy: Vec<i64> = independent_greedy(13, 4)
+        .iter()
+        .map(|&s| s as i64)
+        .collect();
+    assert_eq!(scores[..scores.len() - 1], greedy[..]);
+    assert_eq!(scores.len(), greedy.len() + 1);
+}
+
+#[test]
 fn a_stopped_unit_resumes_from_its_checkpoint_with_the_same_result() {
     let problem = heuristic(14, 6, 1);
     let batch = problem.split_from(None, 10, None).unwrap();
@@ -177,6 +194,10 @@ fn bad_parameters_and_solutions_are_refused() {
             })
     };
     assert!(build(json!({"n": 1, "heuristic": true})).is_err());
+    assert!(build(json!({"heuristic": true}))
+        .unwrap_err()
+        .contains("--n"));
+    assert!(build(json!({})).unwrap_err().contains("--n"));
     assert!(build(json!({"n": 50_000, "heuristic": true})).is_err());
     assert!(build(json!({"n": 20, "heuristic": true, "k": 20})).is_err());
     assert!(build(json!({"n": 20, "heuristic": true, "k": 5, "pool": 4})).is_err());
