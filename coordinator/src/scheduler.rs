@@ -394,7 +394,8 @@ pub fn owned_lease(conn: &Connection, worker_id: i64, lease_id: i64) -> Result<L
 }
 
 /// Grants up to `capacity` leases to a worker, sharing them fairly among running campaigns
-/// (least-served campaign first) and producing units lazily from each campaign's splitter.
+/// (fewest active leases first, then least recently served, so that many campaigns on few
+/// workers take turns) and producing units lazily from each campaign's splitter.
 pub fn grant_leases(
     ctx: &Ctx,
     worker_id: i64,
@@ -411,7 +412,8 @@ pub fn grant_leases(
         .conn
         .prepare_cached(
             "SELECT c.id FROM campaigns c WHERE c.state = 'running'
-             ORDER BY (SELECT count(*) FROM leases l WHERE l.campaign_id = c.id AND l.state = 'active'), c.id",
+             ORDER BY (SELECT count(*) FROM leases l WHERE l.campaign_id = c.id AND l.state = 'active'),
+                      c.last_lease_id, c.id",
         )?
         .query_map([], |r| r.get(0))?
         .collect::<Result<_, _>>()?;
@@ -606,6 +608,9 @@ fn grant_from_campaign(
         ctx.conn
             .prepare_cached("UPDATE units SET state = 'leased', lease_id = ?2 WHERE id = ?1")?
             .execute(params![unit.id, lease_id])?;
+        ctx.conn
+            .prepare_cached("UPDATE campaigns SET last_lease_id = ?2 WHERE id = ?1")?
+            .execute(params![campaign_id, lease_id])?;
         event(
             ctx.conn,
             ctx.now,

@@ -162,6 +162,11 @@ CREATE INDEX campaigns_by_family ON campaigns (family, id);
 -- trusted with its writer's work).
 ALTER TABLE units ADD COLUMN cursor_worker INTEGER;
 "#,
+    r#"
+-- v6: the campaign's latest lease, so that campaigns with equally many active leases are
+-- served least recently served first (round robin), never by id alone.
+ALTER TABLE campaigns ADD COLUMN last_lease_id INTEGER NOT NULL DEFAULT 0;
+"#,
 ];
 
 /// The schema version this binary writes.

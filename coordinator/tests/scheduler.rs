@@ -356,6 +356,28 @@ async fn campaigns_share_workers_fairly() {
 }
 
 #[tokio::test]
+async fn campaigns_with_as_many_active_leases_take_turns() {
+    let rig = rig(3);
+    let mut campaigns = Vec::new();
+    for _ in 0..6 {
+        campaigns.push(
+            rig.campaign(serde_json::json!({"to": 1000, "unit": 10}))
+                .await,
+        );
+    }
+    let worker = rig.worker("w").await;
+    let mut served = Vec::new();
+    for _ in 0..12 {
+        let grant = rig.lease(worker, 1).await.remove(0);
+        served.push(grant.campaign_id);
+        release_with(&rig, worker, grant.lease_id, Vec::new()).await;
+    }
+    // Round robin: the campaign served least recently goes first, never the lowest id alone.
+    let expected: Vec<i64> = campaigns.iter().chain(&campaigns).copied().collect();
+    assert_eq!(served, expected);
+}
+
+#[tokio::test]
 async fn a_donation_turns_part_of_a_unit_into_new_units() {
     let rig = rig(3);
     let campaign = rig
