@@ -29,11 +29,10 @@ pub trait Hooks {
     fn incumbent(&self) -> Option<u64>;
     /// A walk better than every incumbent seen so far.
     fn improved(&self, walk: &[usize], cost: u64);
-    /// Called before each node with the open subproblems (the node's first); returns what
-    /// to do. `donate` gets the subproblems to hand away and returns true when accepted.
+    /// Called before each node; `open` lists the open subproblems (the node's first), for a
+    /// checkpoint. Returns whether to go on.
     fn tick(&self, nodes: u64, open: &dyn Fn() -> Vec<Subproblem>) -> Tick;
-    /// When the caller wants work donated: returns true if `give` was handed over (and the
-    /// search keeps only `keep`).
+    /// Hands `give` away; true when accepted, and the search then covers only `keep`.
     fn donate(&self, give: Vec<Subproblem>, keep: Vec<Subproblem>) -> bool;
     /// True when the caller would like a donation now.
     fn wants_donation(&self) -> bool;
