@@ -36,6 +36,10 @@ pub trait Hooks {
     fn donate(&self, give: Vec<Subproblem>, keep: Vec<Subproblem>) -> bool;
     /// True when the caller would like a donation now.
     fn wants_donation(&self) -> bool;
+    /// A lower bound valid for every walk of the instance (the unrestricted root LP).
+    fn global_bound(&self, bound: u64) {
+        let _ = bound;
+    }
 }
 
 /// What [`Hooks::tick`] asks for.
@@ -300,7 +304,11 @@ impl<'a> Search<'a> {
             };
             let value = solution.objective();
             if self.nodes == first_node + 1 {
-                root_bound = Some((value - EPS).ceil().max(0.0) as u64);
+                let bound = (value - EPS).ceil().max(0.0) as u64;
+                root_bound = Some(bound);
+                if open.restrictions.is_empty() {
+                    self.hooks.global_bound(bound);
+                }
             }
             if self.pruned(value) {
                 continue;
