@@ -29,14 +29,17 @@ pub trait Hooks {
     fn incumbent(&self) -> Option<u64>;
     /// A walk better than every incumbent seen so far.
     fn improved(&self, walk: &[usize], cost: u64);
-    /// Called before each node with the open subproblems (the node's first); returns what
-    /// to do. `donate` gets the subproblems to hand away and returns true when accepted.
+    /// Called before each node; `open` lists the open subproblems (the node's first), for a
+    /// checkpoint. Returns whether to go on.
     fn tick(&self, nodes: u64, open: &dyn Fn() -> Vec<Subproblem>) -> Tick;
-    /// When the caller wants work donated: returns true if `give` was handed over (and the
-    /// search keeps only `keep`).
+    /// Hands `give` away; true when accepted, and the search then covers only `keep`.
     fn donate(&self, give: Vec<Subproblem>, keep: Vec<Subproblem>) -> bool;
     /// True when the caller would like a donation now.
     fn wants_donation(&self) -> bool;
+    /// A lower bound valid for every walk of the instance (the unrestricted root LP).
+    fn global_bound(&self, bound: u64) {
+        let _ = bound;
+    }
 }
 
 /// What [`Hooks::tick`] asks for.
@@ -301,7 +304,11 @@ impl<'a> Search<'a> {
             };
             let value = solution.objective();
             if self.nodes == first_node + 1 {
-                root_bound = Some((value - EPS).ceil().max(0.0) as u64);
+                let bound = (value - EPS).ceil().max(0.0) as u64;
+                root_bound = Some(bound);
+                if open.restrictions.is_empty() {
+                    self.hooks.global_bound(bound);
+                }
             }
             if self.pruned(value) {
                 continue;

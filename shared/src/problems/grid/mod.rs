@@ -156,9 +156,11 @@ impl Grid {
         &self.grid
     }
 
-    fn scored(&self, walk: &[usize], cost: u64) -> Scored {
+    /// The solution document of a walk, with the best lower bound known (`lower`, from the
+    /// root LP, or the spanning-tree bound).
+    fn scored(&self, walk: &[usize], cost: u64, lower: u64) -> Scored {
         Scored {
-            solution: verify::solution(walk, cost, self.tree_bound.min(cost)),
+            solution: verify::solution(walk, cost, self.tree_bound.max(lower).min(cost)),
             score: cost as i64,
         }
     }
@@ -179,6 +181,7 @@ impl Grid {
             best: Mutex::new(None),
             // The first node saves a checkpoint at once.
             last_checkpoint: Mutex::new(None),
+            lower: Mutex::new(0),
         };
         if ctx.bound().is_none() {
             let closure = Closure::new(&self.grid);
@@ -192,7 +195,9 @@ impl Grid {
         }
         let best = hooks.best.into_inner().expect("poisoned");
         Ok(UnitOutcome::Searched {
-            best: best.map(|(walk, cost)| self.scored(&walk, cost)),
+            best: best.map(|(walk, cost)| {
+                self.scored(&walk, cost, *hooks.lower.lock().expect("poisoned"))
+            }),
             hits: Vec::new(),
         })
     }
@@ -221,7 +226,7 @@ impl Grid {
         }
         let best = best
             .filter(|(_, cost)| ctx.bound().is_none_or(|b| (*cost as i64) < b))
-            .map(|(walk, cost)| self.scored(&walk, cost));
+            .map(|(walk, cost)| self.scored(&walk, cost, 0));
         let children = scored
             .into_iter()
             .map(|(score, next)| UnitSpec {
@@ -285,6 +290,8 @@ struct ContextHooks<'a> {
     ctx: &'a dyn SolveContext,
     best: Mutex<Option<(Vec<usize>, u64)>>,
     last_checkpoint: Mutex<Option<Instant>>,
+    /// The root LP bound, once a unit covering the whole problem has solved it.
+    lower: Mutex<u64>,
 }
 
 impl Hooks for ContextHooks<'_> {
@@ -306,7 +313,8 @@ impl Hooks for ContextHooks<'_> {
             *best = Some((walk.to_vec(), cost));
         }
         if self.ctx.bound().is_none_or(|b| (cost as i64) < b) {
-            self.ctx.improve(self.grid.scored(walk, cost));
+            let lower = *self.lower.lock().expect("poisoned");
+            self.ctx.improve(self.grid.scored(walk, cost, lower));
         }
     }
 
@@ -349,6 +357,11 @@ impl Hooks for ContextHooks<'_> {
 
     fn wants_donation(&self) -> bool {
         self.ctx.split_requested()
+    }
+
+    fn global_bound(&self, bound: u64) {
+        let mut lower = self.lower.lock().expect("poisoned");
+        *lower = (*lower).max(bound);
     }
 }
 

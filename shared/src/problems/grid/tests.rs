@@ -376,3 +376,26 @@ fn malformed_units_are_errors_not_panics() {
     let all: Vec<_> = endpoints.split(None, 100).unwrap().units;
     assert_eq!(all.len(), 8);
 }
+
+#[test]
+fn whole_problem_solutions_carry_the_root_bound() {
+    for seed in 0..4u64 {
+        let problem = campaign(json!({"size": 6, "seed": seed}));
+        let solved = solve_instance(problem.instance(), None).unwrap();
+        let tree_bound = Tree::minimum(problem.instance()).weight(problem.instance());
+        let outcome = problem
+            .solve(&ExactUnit::root().encode(), &LocalContext::default())
+            .unwrap();
+        let UnitOutcome::Searched {
+            best: Some(best), ..
+        } = outcome
+        else {
+            panic!("the root unit finds a walk");
+        };
+        assert_eq!(best.score as u64, solved.cost);
+        let lower = best.solution["lower_bound"].as_u64().unwrap();
+        let root = solved.root_bound.unwrap();
+        assert_eq!(lower, root.max(tree_bound).min(solved.cost), "seed {seed}");
+        assert!(lower > tree_bound, "the LP bound beats the spanning tree's");
+    }
+}
