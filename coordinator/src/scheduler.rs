@@ -1330,18 +1330,25 @@ fn duplicate(detail: &str) -> pb::CompleteReply {
     }
 }
 
-/// Decides what a count result means for its unit: accept it, ask for a replica run, or
-/// compare it with earlier runs (agreement accepts, disagreement disputes and re-runs).
-fn settle_count(ctx: &Ctx, lease: &LeaseRow, result_id: i64, count: &str) -> Result<(), Error> {
-    let earlier: Vec<(i64, String)> = ctx
+/// The other runs of a unit whose results await settlement: (result id, value).
+fn other_awaiting_runs(
+    ctx: &Ctx,
+    unit_id: i64,
+    result_id: i64,
+) -> Result<Vec<(i64, String)>, Error> {
+    Ok(ctx
         .conn
         .prepare_cached(
             "SELECT id, value FROM results WHERE unit_id = ?1 AND status = 'awaiting' AND id != ?2",
         )?
-        .query_map(params![lease.unit_id, result_id], |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })?
-        .collect::<Result<_, _>>()?;
+        .query_map(params![unit_id, result_id], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<Result<_, _>>()?)
+}
+
+/// Decides what a count result means for its unit: accept it, ask for a replica run, or
+/// compare it with earlier runs (agreement accepts, disagreement disputes and re-runs).
+fn settle_count(ctx: &Ctx, lease: &LeaseRow, result_id: i64, count: &str) -> Result<(), Error> {
+    let earlier = other_awaiting_runs(ctx, lease.unit_id, result_id)?;
     if earlier.is_empty() {
         if wants_replica(ctx, lease)? {
             return ask_for_replica(ctx, lease, count);
@@ -1428,15 +1435,7 @@ fn settle_count(ctx: &Ctx, lease: &LeaseRow, result_id: i64, count: &str) -> Res
 /// lying (a run prunes with the bound it was given), so a difference is recorded, not
 /// disputed; the unit keeps the better value.
 fn settle_search(ctx: &Ctx, lease: &LeaseRow, result_id: i64, value: &str) -> Result<(), Error> {
-    let earlier: Vec<(i64, String)> = ctx
-        .conn
-        .prepare_cached(
-            "SELECT id, value FROM results WHERE unit_id = ?1 AND status = 'awaiting' AND id != ?2",
-        )?
-        .query_map(params![lease.unit_id, result_id], |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })?
-        .collect::<Result<_, _>>()?;
+    let earlier = other_awaiting_runs(ctx, lease.unit_id, result_id)?;
     if earlier.is_empty() {
         if wants_replica(ctx, lease)? {
             return ask_for_replica(ctx, lease, value);
