@@ -224,7 +224,19 @@ async fn web_api_pages_events_and_metrics_agree_with_status() {
         "{last}"
     );
     assert!(!last["worker_version"].as_str().unwrap().is_empty());
-    assert!(one["rendering"].as_str().unwrap().contains("16 flips"));
+    // The rendering is the submission line: the deck, cards separated by commas, which a
+    // plain replay plays for f(7) = 16 flips.
+    let deck: Vec<usize> = one["rendering"]
+        .as_str()
+        .unwrap()
+        .trim()
+        .split(',')
+        .map(|card| card.parse().unwrap())
+        .collect();
+    let mut sorted = deck.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, (1..=7).collect::<Vec<_>>(), "{deck:?}");
+    assert_eq!(topswops_flips(&deck), 16, "{deck:?}");
     assert!(!one["events"].as_array().unwrap().is_empty());
     let export = get(&base, &format!("/api/campaigns/{topswops}/export")).await;
     assert_eq!(export.status, 200);
@@ -453,4 +465,16 @@ async fn with_required_tokens_the_web_front_needs_an_admin_token() {
         .output()
         .unwrap();
     assert!(!out.status.success(), "watch without a token is refused");
+}
+
+/// Plays Topswops on `deck` (top card first) by plain replay and counts the flips.
+fn topswops_flips(deck: &[usize]) -> u32 {
+    let mut deck = deck.to_vec();
+    let mut flips = 0;
+    while deck[0] != 1 {
+        let top = deck[0];
+        deck[..top].reverse();
+        flips += 1;
+    }
+    flips
 }
