@@ -48,6 +48,11 @@ impl Rig {
     }
 
     async fn worker(&self, name: &str) -> i64 {
+        self.register(name, None).await
+    }
+
+    /// Registers a worker, as the holder of a token when `caller` says so.
+    async fn register(&self, name: &str, caller: Option<grind_coordinator::auth::Caller>) -> i64 {
         self.coordinator
             .register(
                 pb::RegisterRequest {
@@ -58,7 +63,7 @@ impl Rig {
                     git_commit: "c".into(),
                     previous_worker_id: 0,
                 },
-                None,
+                caller,
                 None,
             )
             .await
@@ -231,25 +236,11 @@ async fn a_release_keeps_the_checkpoint_and_costs_no_attempt() {
 
 /// Registers a worker as the holder of token `token_id` would.
 async fn worker_with_token(rig: &Rig, name: &str, token_id: i64) -> i64 {
-    rig.coordinator
-        .register(
-            pb::RegisterRequest {
-                name: name.into(),
-                host: "h".into(),
-                cores: 1,
-                version: "v".into(),
-                git_commit: "c".into(),
-                previous_worker_id: 0,
-            },
-            Some(grind_coordinator::auth::Caller {
-                token_id,
-                role: grind_coordinator::auth::Role::Worker,
-            }),
-            None,
-        )
-        .await
-        .unwrap()
-        .worker_id
+    let caller = grind_coordinator::auth::Caller {
+        token_id,
+        role: grind_coordinator::auth::Role::Worker,
+    };
+    rig.register(name, Some(caller)).await
 }
 
 /// Hands a worker's only lease back with `cursor` as its checkpoint.
