@@ -178,9 +178,14 @@ impl Coordinator {
     }
 
     /// Called once at start-up: gives active leases a full lease time (the coordinator may
-    /// have been down), then expires what is overdue.
+    /// have been down), then expires what is overdue; campaigns of an older solver version
+    /// continue with this binary's solver (see [`crate::upgrade`]).
     pub async fn start(&self) -> Result<(), Error> {
         self.write(scheduler::grace_after_restart).await?;
+        let upgraded = self.write(crate::upgrade::upgrade_solver_versions).await?;
+        for (campaign, from, to) in upgraded {
+            tracing::info!("campaign {campaign}: solver version {from} -> {to}; older results keep their label");
+        }
         Ok(())
     }
 
@@ -291,10 +296,13 @@ impl Coordinator {
                     lease.campaign_id,
                     &solution,
                     score,
-                    Some(req.worker_id),
-                    Some(lease.id),
-                    Some(lease.unit_id),
-                    "improvement",
+                    scheduler::Origin {
+                        worker_id: Some(req.worker_id),
+                        lease_id: Some(lease.id),
+                        unit_id: Some(lease.unit_id),
+                        source: "improvement",
+                        solver_version: req.solver_version,
+                    },
                 )
             })
             .await?;
@@ -358,6 +366,7 @@ impl Coordinator {
             nodes: result.nodes,
             cpu_seconds: sane_seconds(result.cpu_seconds),
             wall_seconds: sane_seconds(result.wall_seconds),
+            solver_version: result.solver_version,
         };
         let (worker_id, lease_id) = (req.worker_id, req.lease_id);
         let covered = req.unit_payload;
@@ -382,7 +391,7 @@ impl Coordinator {
         let usage = Usage {
             nodes: req.nodes,
             cpu_seconds: sane_seconds(req.cpu_seconds),
-            wall_seconds: 0.0,
+            ..Default::default()
         };
         self.write(move |ctx| {
             scheduler::release(ctx, req.worker_id, req.lease_id, &req.cursor, usage)
@@ -626,10 +635,10 @@ impl Coordinator {
                     req.campaign_id,
                     &req.solution_json,
                     score,
-                    None,
-                    None,
-                    None,
-                    &source,
+                    scheduler::Origin {
+                        source: &source,
+                        ..Default::default()
+                    },
                 )
             })
             .await?;

@@ -3,7 +3,7 @@
 //! clients. `grind run` embeds it with local workers.
 //!
 //! Layout: [`store`] (the database and its writer), [`schema`] (migrations), [`scheduler`]
-//! (the lease/unit state machine), [`views`] (read queries), [`core`] (operations with
+//! (the lease/unit state machine), [`upgrade`] (solver upgrades on resume), [`views`] (read queries), [`core`] (operations with
 //! verification), [`service`] (gRPC handlers), [`server`] (serving), [`web`] (web UI, JSON
 //! API, live updates) and [`metrics`] (Prometheus) on the same port, [`cli`] (the `grind`
 //! command line).
@@ -22,6 +22,7 @@ pub mod server;
 pub mod service;
 pub mod store;
 pub mod tls;
+pub mod upgrade;
 pub mod views;
 pub mod web;
 

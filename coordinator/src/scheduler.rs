@@ -64,6 +64,23 @@ pub struct Usage {
     pub cpu_seconds: f64,
     /// Wall seconds spent.
     pub wall_seconds: f64,
+    /// The solver version the worker reports it ran (0: not reported).
+    pub solver_version: u32,
+}
+
+/// Where an offered incumbent comes from, recorded in its `improvement` event.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Origin<'a> {
+    /// The worker that found it (none for an import).
+    pub worker_id: Option<i64>,
+    /// The lease it was found under.
+    pub lease_id: Option<i64>,
+    /// The unit it was found in.
+    pub unit_id: Option<i64>,
+    /// What delivered it: `unit result`, `improvement`, `import: ...`.
+    pub source: &'a str,
+    /// The solver version that found it, as its worker reported it (0: unknown).
+    pub solver_version: u32,
 }
 
 /// A lease row.
@@ -1026,16 +1043,12 @@ pub fn donate(ctx: &Ctx, worker_id: i64, req: &pb::DonateRequest) -> Result<u32,
 
 /// Records a verified solution as the campaign's incumbent when it beats the current one.
 /// Returns the campaign's best score afterwards and whether this solution became it.
-#[allow(clippy::too_many_arguments)]
 pub fn offer_incumbent(
     ctx: &Ctx,
     campaign_id: i64,
     solution_json: &str,
     score: i64,
-    worker_id: Option<i64>,
-    lease_id: Option<i64>,
-    unit_id: Option<i64>,
-    source: &str,
+    origin: Origin,
 ) -> Result<(Option<i64>, bool), Error> {
     let (objective, best): (String, Option<i64>) = ctx
         .conn
@@ -1056,10 +1069,11 @@ pub fn offer_incumbent(
         ctx.now,
         "improvement",
         Some(campaign_id),
-        unit_id,
-        lease_id,
-        worker_id,
-        json!({"score": score, "previous": best, "source": source, "solution": solution_json}),
+        origin.unit_id,
+        origin.lease_id,
+        origin.worker_id,
+        json!({"score": score, "previous": best, "source": origin.source,
+               "solver_version": origin.solver_version, "solution": solution_json}),
     )?;
     // The pruning bound only ever tightens: an initial bound better than this solution stays.
     ctx.conn
@@ -1188,8 +1202,8 @@ pub fn complete(
     ctx.conn
         .prepare_cached(
             "INSERT INTO results (unit_id, campaign_id, lease_id, worker_id, value, solution, nodes,
-                 cpu_seconds, wall_seconds, created_ms, replica, status)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 'awaiting')",
+                 cpu_seconds, wall_seconds, created_ms, replica, status, solver_version)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 'awaiting', ?12)",
         )?
         .execute(params![
             lease.unit_id,
@@ -1202,7 +1216,8 @@ pub fn complete(
             usage.cpu_seconds,
             usage.wall_seconds,
             ctx.now,
-            lease.replica
+            lease.replica,
+            usage.solver_version
         ])?;
     let result_id = ctx.conn.last_insert_rowid();
     event(
@@ -1227,10 +1242,13 @@ pub fn complete(
                     lease.campaign_id,
                     solution,
                     *score,
-                    Some(worker_id),
-                    Some(lease.id),
-                    Some(lease.unit_id),
-                    "unit result",
+                    Origin {
+                        worker_id: Some(worker_id),
+                        lease_id: Some(lease.id),
+                        unit_id: Some(lease.unit_id),
+                        source: "unit result",
+                        solver_version: usage.solver_version,
+                    },
                 )?;
             }
             settle_search(ctx, &lease, result_id, &value)?;

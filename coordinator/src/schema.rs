@@ -167,6 +167,14 @@ ALTER TABLE units ADD COLUMN cursor_worker INTEGER;
 -- served least recently served first (round robin), never by id alone.
 ALTER TABLE campaigns ADD COLUMN last_lease_id INTEGER NOT NULL DEFAULT 0;
 "#,
+    r#"
+-- v7: the solver version that produced each result (the worker's report; 0 when not
+-- reported).
+-- Results from before this column existed were produced by their campaign's solver.
+ALTER TABLE results ADD COLUMN solver_version INTEGER NOT NULL DEFAULT 0;
+UPDATE results SET solver_version =
+    (SELECT c.solver_version FROM campaigns c WHERE c.id = results.campaign_id);
+"#,
 ];
 
 /// The schema version this binary writes.

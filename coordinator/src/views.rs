@@ -7,6 +7,15 @@ use serde_json::json;
 
 use crate::error::Error;
 
+/// SQL for the solver version of improvement event `e` of campaign `c`: the version its
+/// worker reported; for events from before versions were reported, the version the campaign
+/// ran then (the `from` of the next `solver_upgraded` event, else the campaign's own).
+pub const EVENT_SOLVER_VERSION: &str = "coalesce(json_extract(e.detail, '$.solver_version'),
+    (SELECT json_extract(up.detail, '$.from') FROM events up
+     WHERE up.campaign_id = e.campaign_id AND up.kind = 'solver_upgraded' AND up.id > e.id
+     ORDER BY up.id LIMIT 1),
+    c.solver_version)";
+
 const CAMPAIGN_COLUMNS: &str = "id, name, problem, params_json, objective, state, exhaustive,
     best_score, best_solution, total, samples, created_ms, finished_ms, cpu_seconds, nodes,
     verify_rate, best_event, split_done, solver_version, family";
@@ -91,14 +100,15 @@ fn unit_counts(conn: &Connection, campaign_id: i64) -> Result<pb::UnitCounts, Er
 
 /// Provenance of the event that recorded an improvement.
 fn provenance_of_event(conn: &Connection, event_id: i64) -> Result<Option<pb::Provenance>, Error> {
+    let sql = format!(
+        "SELECT e.worker_id, coalesce(w.name, ''), coalesce(w.host, ''), coalesce(w.version, ''),
+                coalesce(w.git_commit, ''), {EVENT_SOLVER_VERSION}, coalesce(e.lease_id, 0),
+                coalesce(e.unit_id, 0), e.at_ms
+         FROM events e JOIN campaigns c ON c.id = e.campaign_id
+         LEFT JOIN workers w ON w.id = e.worker_id WHERE e.id = ?1"
+    );
     Ok(conn
-        .prepare_cached(
-            "SELECT e.worker_id, coalesce(w.name, ''), coalesce(w.host, ''), coalesce(w.version, ''),
-                    coalesce(w.git_commit, ''), c.solver_version, coalesce(e.lease_id, 0),
-                    coalesce(e.unit_id, 0), e.at_ms
-             FROM events e JOIN campaigns c ON c.id = e.campaign_id
-             LEFT JOIN workers w ON w.id = e.worker_id WHERE e.id = ?1",
-        )?
+        .prepare_cached(&sql)?
         .query_row(params![event_id], |r| {
             Ok(pb::Provenance {
                 worker_id: r.get::<_, Option<i64>>(0)?.unwrap_or(0),
@@ -175,10 +185,10 @@ pub fn workers(conn: &Connection) -> Result<Vec<pb::WorkerInfo>, Error> {
 pub fn results(conn: &Connection, campaign_id: i64) -> Result<Vec<pb::UnitResultRecord>, Error> {
     let mut stmt = conn.prepare_cached(
         "SELECT r.unit_id, u.label, r.status, r.value, r.worker_id, w.name, w.host, w.version,
-                w.git_commit, c.solver_version, r.lease_id, r.created_ms, r.cpu_seconds,
+                w.git_commit, r.solver_version, r.lease_id, r.created_ms, r.cpu_seconds,
                 r.wall_seconds, r.nodes, r.replica, l.granted_ms
          FROM results r JOIN units u ON u.id = r.unit_id JOIN workers w ON w.id = r.worker_id
-         JOIN campaigns c ON c.id = r.campaign_id JOIN leases l ON l.id = r.lease_id
+         JOIN leases l ON l.id = r.lease_id
          WHERE r.campaign_id = ?1 ORDER BY r.id",
     )?;
     let rows = stmt.query_map(params![campaign_id], |r| {
@@ -252,6 +262,15 @@ pub fn provenance_record(
             }
             acc
         });
+    // Results per solver version (label: the version; older ones stay after an upgrade).
+    let by_solver: std::collections::BTreeMap<u32, (u64, f64)> =
+        units.iter().fold(Default::default(), |mut acc, r| {
+            let version = r.provenance.as_ref().map_or(0, |p| p.solver_version);
+            let entry = acc.entry(version).or_insert((0, 0.0));
+            entry.0 += 1;
+            entry.1 += r.cpu_seconds;
+            acc
+        });
     Ok(json!({
         "campaign": status.campaign_id,
         "name": status.name,
@@ -266,8 +285,14 @@ pub fn provenance_record(
         "best_found_by": status.best_provenance.as_ref().map(|p| json!({
             "worker_id": p.worker_id, "worker": p.worker_name, "host": p.host,
             "version": p.worker_version, "git_commit": p.git_commit,
+            "solver_version": p.solver_version,
+            "older_solver": p.solver_version < status.solver_version,
             "lease": p.lease_id, "unit": p.unit_id, "at_ms": p.at_ms,
         })),
+        "results_by_solver_version": by_solver.iter().map(|(version, (results, cpu))| json!({
+            "solver_version": version, "results": results, "cpu_seconds": cpu,
+            "older_solver": *version < status.solver_version,
+        })).collect::<Vec<_>>(),
         "cpu_seconds": status.cpu_seconds,
         "created_ms": status.created_ms,
         "finished_ms": status.finished_ms,

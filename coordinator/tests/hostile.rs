@@ -145,6 +145,7 @@ async fn fake_improvements_and_forged_search_results_change_nothing() {
                 campaign_id: eight,
                 solution_json: solution.clone(),
                 claimed_score: *claimed,
+                ..Default::default()
             })
             .await
             .unwrap_err();
@@ -468,6 +469,7 @@ async fn replayed_and_forged_lease_ids_are_refused_and_change_nothing() {
             campaign_id: campaign,
             solution_json: "{}".into(),
             claimed_score: 1,
+            ..Default::default()
         })
         .await
         .unwrap_err();

@@ -399,6 +399,7 @@ async fn malformed_and_lying_requests_are_rejected_and_change_nothing() {
                 campaign_id,
                 solution_json: "{}".into(),
                 claimed_score: 5,
+                ..Default::default()
             })
             .await
             .unwrap_err();

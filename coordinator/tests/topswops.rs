@@ -123,6 +123,7 @@ async fn forged_improvements_are_refused_and_true_ones_shared() {
                 campaign_id: campaign,
                 solution_json: json!({"deck": deck, "flips": claimed}).to_string(),
                 claimed_score: claimed,
+                ..Default::default()
             })
             .await
             .unwrap_err();
@@ -136,6 +137,7 @@ async fn forged_improvements_are_refused_and_true_ones_shared() {
             campaign_id: campaign,
             solution_json: json!({"deck": [3, 1, 4, 5, 2], "flips": 7}).to_string(),
             claimed_score: 7,
+            ..Default::default()
         })
         .await
         .unwrap()

@@ -601,6 +601,10 @@ impl Agent {
 
     fn on_improvement(&mut self, found: FoundImprovement) {
         let solution_json = found.found.solution.to_string();
+        let solver_version = self
+            .running
+            .get(&found.lease_id)
+            .map_or(0, |unit| solver_version_of(&unit.grant.problem));
         self.outbox
             .push_back(Outgoing::Improvement(pb::ImprovementRequest {
                 worker_id: self.worker_id,
@@ -608,6 +612,7 @@ impl Agent {
                 campaign_id: found.campaign_id,
                 solution_json,
                 claimed_score: found.found.score,
+                solver_version,
             }));
     }
 
@@ -620,6 +625,7 @@ impl Agent {
             nodes,
             cpu_seconds: done.cpu_seconds,
             wall_seconds: done.wall_seconds,
+            solver_version: solver_version_of(&unit.grant.problem),
             ..Default::default()
         };
         match done.outcome {
@@ -750,4 +756,10 @@ async fn watch_bounds(client: Client, worker_id: i64, bounds: Bounds) {
         tokio::time::sleep(backoff).await;
         backoff = (backoff * 2).min(MAX_BACKOFF);
     }
+}
+
+/// This worker's solver version for `problem` (0 when it does not know the problem), sent
+/// with every result so the coordinator can label what each solver version produced.
+fn solver_version_of(problem: &str) -> u32 {
+    registry::lookup(problem).map_or(0, |entry| entry.solver_version)
 }

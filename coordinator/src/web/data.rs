@@ -158,7 +158,7 @@ pub struct Improvement {
     pub worker_version: String,
     /// Its git commit.
     pub git_commit: String,
-    /// The campaign's solver version.
+    /// The solver version that found it (see [`crate::views::EVENT_SOLVER_VERSION`]).
     pub solver_version: u32,
     /// The lease and unit it came from.
     pub lease: Option<i64>,
@@ -170,16 +170,18 @@ pub struct Improvement {
 
 /// Every improvement of a campaign, oldest first.
 pub fn improvements(conn: &Connection, campaign_id: i64) -> Result<Vec<Improvement>, Error> {
-    let mut stmt = conn.prepare_cached(
+    let sql = format!(
         "SELECT e.id, e.at_ms, json_extract(e.detail, '$.score'), json_extract(e.detail, '$.previous'),
                 coalesce(json_extract(e.detail, '$.source'), ''), e.worker_id,
                 coalesce(w.name, ''), coalesce(w.host, ''), coalesce(w.version, ''),
-                coalesce(w.git_commit, ''), c.solver_version, e.lease_id, e.unit_id,
+                coalesce(w.git_commit, ''), {}, e.lease_id, e.unit_id,
                 (SELECT r.cpu_seconds FROM results r WHERE r.unit_id = e.unit_id AND r.lease_id = e.lease_id)
          FROM events e JOIN campaigns c ON c.id = e.campaign_id
          LEFT JOIN workers w ON w.id = e.worker_id
          WHERE e.campaign_id = ?1 AND e.kind = 'improvement' ORDER BY e.id",
-    )?;
+        crate::views::EVENT_SOLVER_VERSION
+    );
+    let mut stmt = conn.prepare_cached(&sql)?;
     let rows = stmt.query_map(params![campaign_id], |r| {
         Ok(Improvement {
             event: r.get(0)?,

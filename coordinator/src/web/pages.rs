@@ -270,7 +270,7 @@ pub fn campaign(d: &CampaignDetail) -> String {
             svg::best_over_time(&points, s.created_ms, end)
         );
     }
-    improvements_table(&mut out, &d.improvements);
+    improvements_table(&mut out, &d.improvements, s.solver_version);
     events_table(&mut out, id, &d.events);
     out
 }
@@ -278,7 +278,9 @@ pub fn campaign(d: &CampaignDetail) -> String {
 /// Most improvements listed on the page (the API has them all).
 const MAX_IMPROVEMENTS_SHOWN: usize = 200;
 
-fn improvements_table(out: &mut String, improvements: &[Improvement]) {
+/// The improvements with their provenance; solver versions older than the campaign's
+/// `current_solver` are marked "older".
+fn improvements_table(out: &mut String, improvements: &[Improvement], current_solver: u32) {
     let _ = write!(
         out,
         "<h2>Provenance of improvements ({})</h2>",
@@ -306,7 +308,11 @@ fn improvements_table(out: &mut String, improvements: &[Improvement]) {
             esc(&i.host),
             esc(&i.worker_version),
             esc(&i.git_commit.chars().take(12).collect::<String>()),
-            i.solver_version,
+            if i.solver_version < current_solver {
+                format!("{} (older)", i.solver_version)
+            } else {
+                i.solver_version.to_string()
+            },
             i.unit.map(|u| u.to_string()).unwrap_or_default(),
             i.lease.map(|l| l.to_string()).unwrap_or_default(),
             i.lease_cpu_seconds
