@@ -179,22 +179,6 @@ async fn a_result_finished_while_the_coordinator_was_down_is_delivered_afterward
     assert!(worker.log().contains("unreachable"), "{}", worker.log());
 }
 
-async fn lease_one(
-    client: &mut grind_proto::v1::worker_client::WorkerClient<tonic::transport::Channel>,
-    worker: i64,
-) -> pb::LeaseGrant {
-    let mut reply = client
-        .lease(pb::LeaseRequest {
-            worker_id: worker,
-            capacity: 1,
-        })
-        .await
-        .expect("lease")
-        .into_inner();
-    assert_eq!(reply.leases.len(), 1, "one lease granted");
-    reply.leases.remove(0)
-}
-
 fn count_result(count: u64) -> Option<pb::UnitResult> {
     Some(pb::UnitResult {
         count: count.to_string(),

@@ -14,22 +14,6 @@ const LONG: Duration = Duration::from_secs(90);
 /// also the version the "old" campaign below was created with.
 const OLD: u32 = 0;
 
-async fn lease_one(
-    client: &mut pb::worker_client::WorkerClient<tonic::transport::Channel>,
-    worker: i64,
-) -> pb::LeaseGrant {
-    let mut reply = client
-        .lease(pb::LeaseRequest {
-            worker_id: worker,
-            capacity: 1,
-        })
-        .await
-        .expect("lease")
-        .into_inner();
-    assert_eq!(reply.leases.len(), 1, "one lease granted");
-    reply.leases.remove(0)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_campaign_resumed_by_a_newer_solver_keeps_and_labels_the_older_results() {
     let current = grind_shared::registry::lookup("primes")

@@ -232,6 +232,20 @@ pub async fn register(client: &mut WorkerClient<Channel>, name: &str) -> i64 {
         .worker_id
 }
 
+/// Leases exactly one unit for a raw worker (fails the test when none is granted).
+pub async fn lease_one(client: &mut WorkerClient<Channel>, worker: i64) -> pb::LeaseGrant {
+    let mut reply = client
+        .lease(pb::LeaseRequest {
+            worker_id: worker,
+            capacity: 1,
+        })
+        .await
+        .expect("lease")
+        .into_inner();
+    assert_eq!(reply.leases.len(), 1, "one lease granted");
+    reply.leases.remove(0)
+}
+
 /// Creates a campaign from a problem and JSON parameters.
 pub async fn create(
     admin: &mut AdminClient<Channel>,
