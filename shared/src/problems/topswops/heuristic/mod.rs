@@ -110,8 +110,8 @@ pub struct HeuristicArgs {
     #[serde(default)]
     pub window: Option<u32>,
     /// Polish rounds in a row without improvement (each with a wider window) before
-    /// climbing starts (default 3; 0 = the campaign ends when growth does: no polishing,
-    /// no climbing).
+    /// climbing starts (default 3; 0 = no polishing: the campaign ends when growth does,
+    /// or climbs right after growth when --rounds is given).
     #[arg(long)]
     #[serde(default)]
     pub polish_stall: Option<u32>,
@@ -551,9 +551,6 @@ impl Heuristic {
         } else {
             heads
         };
-        if self.polish_stall == 0 && self.strategy == Strategy::Block {
-            return Ok(None);
-        }
         let movable = (visited(&heads) as u64).saturating_sub(1);
         let climb = |climbed: u64, heads: Vec<Card>| {
             let over = self.rounds.is_some_and(|r| climbed >= r);
@@ -572,6 +569,10 @@ impl Heuristic {
         match previous {
             Some(c) if c.phase == Phase::Climb => return Ok(climb(c.climbed + 1, heads)),
             _ if self.strategy == Strategy::Climb => return Ok(climb(0, heads)),
+            // No polishing: growth ends the campaign, unless climb rounds were asked for.
+            _ if self.polish_stall == 0 => {
+                return Ok(self.rounds.and_then(|_| climb(0, heads)));
+            }
             _ => {}
         }
         let stall = match previous {

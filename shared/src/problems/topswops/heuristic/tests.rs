@@ -157,6 +157,16 @@ fn without_polish_the_campaign_ends_when_growth_does() {
         .collect();
     assert_eq!(scores[..scores.len() - 1], greedy[..]);
     assert_eq!(scores.len(), greedy.len() + 1);
+
+    // With --rounds, climb rounds follow growth directly (no polishing).
+    let climbing = with(json!({"n": 13, "k": 4, "units": 2, "polish_stall": 0,
+                               "rounds": 3, "budget": 50}));
+    let growth = greedy.len();
+    let (scores, _) = drive(&climbing, 100);
+    assert_eq!(scores[..growth], greedy[..]);
+    assert_eq!(scores.len(), growth + 3 + 1);
+    let batch = climbing.split_from(None, 10, None).unwrap();
+    assert!(batch.units[0].label.starts_with("grow stage 0"));
 }
 
 #[test]
