@@ -7,7 +7,11 @@
 #   e.g. bench/topswops_heuristic.sh 97 600 --k 8
 #        DB=/var/tmp/ts10k.db bench/topswops_heuristic.sh 10000 900 --k 9 --units 4
 # Environment: DB (default: a new temporary file), WORKERS (default 1), THREADS (default 2),
-# GRIND (a grind binary to use instead of building target/release/grind).
+# GRIND (a grind binary to use instead of building target/release/grind), POLL (seconds
+# between live looks at the database, default 2).
+# While the campaign runs, every improvement of the best is printed as it lands
+# ("live SECONDS FLIPS", seconds since the campaign was created), with the load average
+# once a minute ("load SECONDS ...").
 set -euo pipefail
 
 n="$1"; seconds="$2"; shift 2
@@ -20,8 +24,29 @@ fi
 db="${DB:-$(mktemp -d)/topswops-$n.db}"
 echo "machine: $(lscpu | grep 'Model name' | sed 's/.*: *//'), $(nproc) CPUs; load: $(uptime | sed 's/.*load/load/')"
 echo "campaign: topswops --n $n --heuristic $*; database $db"
+echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 "$GRIND" run topswops --n "$n" --heuristic "$@" --seconds "$seconds" --db "$db" \
-    --workers "${WORKERS:-1}" --threads "${THREADS:-2}" --json > "$db.run.json" || true
+    --workers "${WORKERS:-1}" --threads "${THREADS:-2}" --json > "$db.run.json" &
+grind_pid=$!
+trap 'kill "$grind_pid" 2>/dev/null || true' EXIT
+last=0; ticks=0
+while kill -0 "$grind_pid" 2>/dev/null; do
+    sleep "${POLL:-2}"; ticks=$((ticks + 1))
+    rows="$(sqlite3 -separator ' ' "$db" "
+      SELECT e.id, printf('%.1f', (e.at_ms - c.created_ms) / 1000.0),
+             json_extract(e.detail, '$.score')
+      FROM events e JOIN campaigns c ON c.id = e.campaign_id
+      WHERE e.kind = 'improvement' AND e.id > $last ORDER BY e.id" 2>/dev/null || true)"
+    if [ -n "$rows" ]; then
+        echo "$rows" | awk '{ print "live", $2, $3; fflush() }'
+        last="$(echo "$rows" | tail -1 | cut -d' ' -f1)"
+    fi
+    if [ $((ticks * ${POLL:-2} % 60)) -lt "${POLL:-2}" ]; then
+        echo "load $((ticks * ${POLL:-2})) $(uptime | sed 's/.*load/load/')"
+    fi
+done
+wait "$grind_pid" || true
+trap - EXIT
 echo "load after: $(uptime | sed 's/.*load/load/')"
 echo
 echo "# best versus time (seconds since the campaign was created, flips)"

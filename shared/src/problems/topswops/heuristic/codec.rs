@@ -96,6 +96,11 @@ impl<'a> Reader<'a> {
         Ok(out)
     }
 
+    /// True when every byte was read.
+    pub fn at_end(&self) -> bool {
+        self.bytes.is_empty()
+    }
+
     /// Fails unless every byte was read.
     pub fn finish(self) -> Result<(), ProblemError> {
         if self.bytes.is_empty() {

@@ -12,14 +12,25 @@
 //! * Polish rounds (after growth, or strategy `polish` from the start): for every window of
 //!   `window` consecutive heads, all orders of the window are tried with the rest kept,
 //!   re-scored from the state before the window. A round without improvement widens the
-//!   window; after [`MAX_STALL`] such rounds the campaign is done.
+//!   window; after [`MAX_STALL`] such rounds polishing is over.
+//! * Climb rounds (after polishing, or strategy `climb` from the start; anytime): every
+//!   unit is a seeded hill climb of `budget` random moves (see [`moves`]: shift a head
+//!   anywhere, swap two heads, reverse a short segment) from the round's incumbent, each
+//!   re-scored from the checkpoint state before its first change (see [`climb`]); the
+//!   coordinator's maximum over the round's units is the next round's incumbent. Rounds go
+//!   on until `--rounds` (forever by default), whether or not a round improved: every round draws
+//!   new seeds. A unit depends on its payload only (seed and budget are in it and in its
+//!   label), so a replica run returns the same deck.
 //!
 //! Units carry their prefix (compact ranks, see [`codec`]); each worker keeps the states of
 //! recent prefixes, so a stage continues from the previous stage's state instead of
 //! replaying the whole prefix. The verifier is the plain replay of [`super::replay`].
 
 pub mod arrangement;
+pub mod climb;
+mod climb_unit;
 pub mod codec;
+pub mod moves;
 pub mod stage;
 
 use clap::{Args, ValueEnum};
@@ -57,6 +68,9 @@ pub enum Strategy {
     Block,
     /// Only polish: local improvement of the incumbent (for example an imported deck).
     Polish,
+    /// Only climb: seeded hill climbs with long-distance moves from the incumbent (for
+    /// example an imported deck), round after round.
+    Climb,
 }
 
 /// Contest families topswops can enter.
@@ -95,11 +109,21 @@ pub struct HeuristicArgs {
     #[arg(long)]
     #[serde(default)]
     pub window: Option<u32>,
-    /// Polish rounds in a row without improvement (each with a wider window) before the
-    /// campaign ends (default 3; 0 = no polishing after growth).
+    /// Polish rounds in a row without improvement (each with a wider window) before
+    /// climbing starts (default 3; 0 = no polishing: the campaign ends when growth does,
+    /// or climbs right after growth when --rounds is given).
     #[arg(long)]
     #[serde(default)]
     pub polish_stall: Option<u32>,
+    /// Climb rounds before the campaign ends (default: none given = never ends, anytime;
+    /// 0 = no climbing).
+    #[arg(long)]
+    #[serde(default)]
+    pub rounds: Option<u32>,
+    /// Move evaluations per climb unit (default: about a few seconds of one core, from n).
+    #[arg(long)]
+    #[serde(default)]
+    pub budget: Option<u32>,
     /// A contest family: `primes` = one campaign per prime n in 2..97.
     #[arg(long, value_enum)]
     #[serde(default)]
@@ -108,6 +132,13 @@ pub struct HeuristicArgs {
     #[arg(long)]
     #[serde(default)]
     pub exact_up_to: Option<u32>,
+}
+
+/// The default move evaluations of a climb unit: a few seconds of one core (an
+/// evaluation replays about half the game, about n^2 flips of about n/2 cards each).
+pub fn default_budget(n: u32) -> u32 {
+    let cost = f64::from(n).powf(2.5);
+    (3e9 / cost).clamp(16.0, 1e6) as u32
 }
 
 /// The primes of the 2011 contest.
@@ -127,6 +158,9 @@ pub struct Heuristic {
     units: u64,
     window: usize,
     polish_stall: u64,
+    /// Climb rounds (`None`: forever).
+    rounds: Option<u64>,
+    budget: u64,
     kernel: Kernel,
     /// Recent prefix states (tracked), most recent last.
     cache: Mutex<Vec<(Vec<Card>, HeadState)>>,
@@ -137,6 +171,7 @@ pub struct Heuristic {
 enum Phase {
     Grow = 0,
     Polish = 1,
+    Climb = 2,
 }
 
 impl Phase {
@@ -144,6 +179,7 @@ impl Phase {
         match byte {
             0 => Some(Phase::Grow),
             1 => Some(Phase::Polish),
+            2 => Some(Phase::Climb),
             _ => None,
         }
     }
@@ -161,9 +197,11 @@ struct Cursor {
     window: u64,
     stall: u64,
     start_flips: u64,
+    /// Climb rounds started before this stage (written last, absent in older cursors).
+    climbed: u64,
 }
 
-/// One unit: a range of a stage.
+/// One unit: a range of a stage (climb: move evaluations `0..budget` with a seed).
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Unit {
     phase: Phase,
@@ -172,6 +210,8 @@ struct Unit {
     to: u64,
     window: u64,
     heads: Vec<Card>,
+    /// The climb's seed (written last, climb units only).
+    seed: u64,
 }
 
 impl Cursor {
@@ -189,6 +229,7 @@ impl Cursor {
             w.varint(v);
         }
         w.heads(n, &self.heads);
+        w.varint(self.climbed);
         w.0
     }
 
@@ -202,6 +243,7 @@ impl Cursor {
         let stall = r.bounded(u64::from(MAX_STALL), "stall")?;
         let start_flips = r.varint()?;
         let heads = r.heads(n)?;
+        let climbed = if r.at_end() { 0 } else { r.varint()? };
         r.finish()?;
         if next > total {
             return Err(ProblemError::InvalidUnit(
@@ -217,6 +259,7 @@ impl Cursor {
             window,
             stall,
             start_flips,
+            climbed,
         })
     }
 }
@@ -234,6 +277,9 @@ impl Unit {
             w.varint(v);
         }
         w.heads(n, &self.heads);
+        if self.phase == Phase::Climb {
+            w.varint(self.seed);
+        }
         w.0
     }
 
@@ -245,6 +291,11 @@ impl Unit {
         let to = r.varint()?;
         let window = r.bounded(n as u64, "window")?;
         let heads = r.heads(n)?;
+        let seed = if phase == Phase::Climb {
+            r.varint()?
+        } else {
+            0
+        };
         r.finish()?;
         if from >= to {
             return Err(ProblemError::InvalidUnit(
@@ -258,6 +309,7 @@ impl Unit {
             to,
             window,
             heads,
+            seed,
         })
     }
 
@@ -273,6 +325,10 @@ impl Unit {
             Phase::Polish => format!(
                 "polish round {} window {} positions {}..{}",
                 self.stage, self.window, self.from, self.to
+            ),
+            Phase::Climb => format!(
+                "climb round {} seed {:#018x} budget {} moves",
+                self.stage, self.seed, self.to
             ),
         }
     }
@@ -296,11 +352,21 @@ impl Heuristic {
         let units = *args.units.get_or_insert(16);
         let window = *args.window.get_or_insert(5);
         let polish_stall = *args.polish_stall.get_or_insert(MAX_STALL);
+        let rounds = args.rounds;
+        let budget = *args.budget.get_or_insert(default_budget(n));
         if polish_stall > MAX_STALL || (polish_stall == 0 && strategy == Strategy::Polish) {
             return Err(bad(format!(
                 "--polish-stall {polish_stall} is out of range: 0..={MAX_STALL} (1.. with \
                  --strategy polish)"
             )));
+        }
+        if budget == 0 {
+            return Err(bad("--budget must be at least 1".into()));
+        }
+        if rounds == Some(0) && strategy == Strategy::Climb {
+            return Err(bad(
+                "--rounds 0 leaves --strategy climb nothing to do".into()
+            ));
         }
         if k == 0 || k > MAX_POOL || pool < k || pool > MAX_POOL {
             return Err(bad(format!(
@@ -322,6 +388,8 @@ impl Heuristic {
             units: u64::from(units),
             window: window as usize,
             polish_stall: u64::from(polish_stall),
+            rounds: rounds.map(u64::from),
+            budget: u64::from(budget),
             kernel: Kernel::detect(),
             cache: Mutex::new(Vec::new()),
         })
@@ -411,20 +479,37 @@ impl Heuristic {
         let per_unit = cursor.total.div_ceil(self.units).max(1);
         let mut units = Vec::new();
         while units.len() < max_units.max(1) && cursor.next < cursor.total {
-            let to = cursor.total.min(cursor.next + per_unit);
-            let unit = Unit {
-                phase: cursor.phase,
-                stage: cursor.stage,
-                from: cursor.next,
-                to,
-                window: cursor.window,
-                heads: cursor.heads.clone(),
+            let unit = if cursor.phase == Phase::Climb {
+                // One seeded climb per unit: the seed depends on the stage and the unit.
+                let seed = moves::mix(cursor.stage << 32 | cursor.next);
+                cursor.next += 1;
+                Unit {
+                    phase: Phase::Climb,
+                    stage: cursor.stage,
+                    from: 0,
+                    to: self.budget,
+                    window: 0,
+                    heads: cursor.heads.clone(),
+                    seed,
+                }
+            } else {
+                let to = cursor.total.min(cursor.next + per_unit);
+                let unit = Unit {
+                    phase: cursor.phase,
+                    stage: cursor.stage,
+                    from: cursor.next,
+                    to,
+                    window: cursor.window,
+                    heads: cursor.heads.clone(),
+                    seed: 0,
+                };
+                cursor.next = to;
+                unit
             };
             units.push(UnitSpec {
                 label: unit.label(),
                 payload: unit.encode(self.n),
             });
-            cursor.next = to;
         }
         Ok(SplitBatch {
             units,
@@ -458,6 +543,7 @@ impl Heuristic {
                 window: 0,
                 stall: 0,
                 start_flips: flips,
+                climbed: 0,
             }));
         }
         let heads = if heads.is_empty() {
@@ -465,17 +551,37 @@ impl Heuristic {
         } else {
             heads
         };
+        let movable = (visited(&heads) as u64).saturating_sub(1);
+        let climb = |climbed: u64, heads: Vec<Card>| {
+            let over = self.rounds.is_some_and(|r| climbed >= r);
+            (!over && movable >= 2).then_some(Cursor {
+                phase: Phase::Climb,
+                stage,
+                heads,
+                next: 0,
+                total: self.units,
+                window: 0,
+                stall: 0,
+                start_flips: flips,
+                climbed,
+            })
+        };
+        match previous {
+            Some(c) if c.phase == Phase::Climb => return Ok(climb(c.climbed + 1, heads)),
+            _ if self.strategy == Strategy::Climb => return Ok(climb(0, heads)),
+            // No polishing: growth ends the campaign, unless climb rounds were asked for.
+            _ if self.polish_stall == 0 => {
+                return Ok(self.rounds.and_then(|_| climb(0, heads)));
+            }
+            _ => {}
+        }
         let stall = match previous {
             Some(c) if c.phase == Phase::Polish && flips <= c.start_flips => c.stall + 1,
             _ => 0,
         };
-        if self.polish_stall == 0 || stall > self.polish_stall {
-            return Ok(None);
-        }
         let window = self.window as u64 + stall;
-        let movable = (visited(&heads) as u64).saturating_sub(1);
-        if movable < window {
-            return Ok(None);
+        if stall > self.polish_stall || movable < window {
+            return Ok(climb(0, heads));
         }
         Ok(Some(Cursor {
             phase: Phase::Polish,
@@ -486,6 +592,7 @@ impl Heuristic {
             window,
             stall,
             start_flips: flips,
+            climbed: 0,
         }))
     }
 
@@ -539,6 +646,9 @@ impl Heuristic {
         ctx: &dyn SolveContext,
     ) -> Result<UnitOutcome, ProblemError> {
         let unit = Unit::decode(payload, self.n)?;
+        if unit.phase == Phase::Climb {
+            return self.climb(&unit, ctx);
+        }
         let resume = match ctx.resume_cursor() {
             Some(bytes) => {
                 let mut r = Reader::new(bytes, "checkpoint");
@@ -560,7 +670,8 @@ impl Heuristic {
         };
         let stopped = match unit.phase {
             Phase::Grow => self.grow(&unit, resume, &mut run)?,
-            Phase::Polish => self.polish(&unit, resume, &mut run)?,
+            // Climb units were sent to `climb` above.
+            Phase::Polish | Phase::Climb => self.polish(&unit, resume, &mut run)?,
         };
         if stopped {
             return Ok(UnitOutcome::Stopped);
@@ -727,15 +838,20 @@ impl Run<'_> {
 
     /// Reports the best so far (when it beats the bound), then checkpoints at `next`.
     fn checkpoint(&mut self, found: Option<Scored>, next: u64) {
+        let mut w = Writer::default();
+        w.varint(next);
+        self.checkpoint_with(found, w.0);
+    }
+
+    /// Reports the best so far (when it beats the bound), then checkpoints `cursor`.
+    fn checkpoint_with(&mut self, found: Option<Scored>, cursor: Vec<u8>) {
         self.offer(found);
         if let Some(best) = &self.best {
             if self.beats_bound(best.score) {
                 self.ctx.improve(best.clone());
             }
         }
-        let mut w = Writer::default();
-        w.varint(next);
-        self.ctx.checkpoint(w.0);
+        self.ctx.checkpoint(cursor);
         self.ctx
             .progress(self.done, Some(self.done as f64 / self.total.max(1) as f64));
         self.last_checkpoint = Instant::now();

@@ -10,11 +10,13 @@ use crate::registry::ProblemDef;
 use proptest::prelude::*;
 
 fn heuristic(n: u32, k: u32, units: u32) -> Topswops {
-    let params: TopswopsParams = serde_json::from_value(json!({
-        "n": n, "heuristic": true, "k": k, "units": units
-    }))
-    .unwrap();
-    Topswops::from_params(params).unwrap()
+    with(json!({"n": n, "k": k, "units": units}))
+}
+
+/// A heuristic campaign with these parameters (plus `"heuristic": true`).
+fn with(mut params: Value) -> Topswops {
+    params["heuristic"] = json!(true);
+    Topswops::from_params(serde_json::from_value(params).unwrap()).unwrap()
 }
 
 /// The score of heads `prefix ++ [1] ++ unused`, by building the deck and replaying it.
@@ -121,8 +123,8 @@ fn block_growth_matches_an_independent_greedy_stage_by_stage() {
 }
 
 #[test]
-fn polish_rounds_never_lose_ground_and_the_campaign_ends() {
-    let problem = heuristic(13, 3, 4);
+fn polish_and_climb_rounds_never_lose_ground_and_the_campaign_ends() {
+    let problem = with(json!({"n": 13, "k": 3, "units": 4, "rounds": 2, "budget": 300}));
     let (scores, best) = drive(&problem, 200);
     assert!(scores.windows(2).all(|w| w[1] >= w[0]));
     let best = best.unwrap();
@@ -136,7 +138,7 @@ fn polish_rounds_never_lose_ground_and_the_campaign_ends() {
     assert!(*scores.last().unwrap() <= 80);
     assert!(
         scores.len() < 200,
-        "polishing stops after {MAX_STALL} idle rounds"
+        "polishing stops after {MAX_STALL} idle rounds, climbing after --rounds"
     );
 }
 
@@ -155,6 +157,16 @@ fn without_polish_the_campaign_ends_when_growth_does() {
         .collect();
     assert_eq!(scores[..scores.len() - 1], greedy[..]);
     assert_eq!(scores.len(), greedy.len() + 1);
+
+    // With --rounds, climb rounds follow growth directly (no polishing).
+    let climbing = with(json!({"n": 13, "k": 4, "units": 2, "polish_stall": 0,
+                               "rounds": 3, "budget": 50}));
+    let growth = greedy.len();
+    let (scores, _) = drive(&climbing, 100);
+    assert_eq!(scores[..growth], greedy[..]);
+    assert_eq!(scores.len(), growth + 3 + 1);
+    let batch = climbing.split_from(None, 10, None).unwrap();
+    assert!(batch.units[0].label.starts_with("grow stage 0"));
 }
 
 #[test]
@@ -274,4 +286,150 @@ proptest! {
         let unit = problem.split_from(None, 1, None).unwrap().units.remove(0);
         let _ = problem.solve(&unit.payload, &ctx);
     }
+}
+
+/// The flips of a solution by plain replay.
+fn replayed(solution: &Value) -> u64 {
+    let deck: Vec<Card> = serde_json::from_value(solution["deck"].clone()).unwrap();
+    replay_flips(&deck).unwrap()
+}
+
+/// The units of the next stage after `cursor` (all of them), with `incumbent`.
+fn next_units(problem: &Topswops, cursor: Option<&[u8]>, incumbent: &Value) -> SplitBatch {
+    problem.split_from(cursor, 1_000, Some(incumbent)).unwrap()
+}
+
+/// Solves a unit to the end in a fresh context.
+fn solve_whole(problem: &Topswops, payload: &[u8]) -> Option<Scored> {
+    match problem.solve(payload, &LocalContext::default()).unwrap() {
+        UnitOutcome::Searched { best, .. } => best,
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn climb_units_are_deterministic_beat_their_start_and_resume_exactly() {
+    let problem = with(json!({"n": 60, "strategy": "climb", "units": 3, "budget": 4000}));
+    let start = json!({"deck": to_deck(&(2..=60).chain([1]).collect::<Vec<Card>>()).unwrap()});
+    let start_flips = replayed(&start);
+    let batch = next_units(&problem, None, &start);
+    assert_eq!(batch.units.len(), 3);
+    for unit in &batch.units {
+        assert!(
+            unit.label.starts_with("climb round 0 seed 0x"),
+            "{}",
+            unit.label
+        );
+        assert!(unit.label.ends_with("budget 4000 moves"), "{}", unit.label);
+    }
+    let labels: std::collections::HashSet<_> = batch.units.iter().map(|u| &u.label).collect();
+    assert_eq!(labels.len(), 3, "every unit has its own seed");
+    for unit in &batch.units {
+        let first = solve_whole(&problem, &unit.payload).expect("2..n then 1 is easy to beat");
+        let again = solve_whole(&problem, &unit.payload).unwrap();
+        assert_eq!(first, again, "same unit twice, same deck");
+        assert_eq!(replayed(&first.solution), first.score as u64);
+        assert!(first.score as u64 > start_flips);
+        // The result does not depend on the bound the unit is given.
+        let mut bounded = LocalContext::default();
+        bounded.fixed_bound = Some(i64::MAX - 1);
+        match problem.solve(&unit.payload, &bounded).unwrap() {
+            UnitOutcome::Searched { best, .. } => assert_eq!(best, Some(first.clone())),
+            other => panic!("{other:?}"),
+        }
+        // Stopped at once, then resumed from the checkpoint: the same deck in the end.
+        let stopped = LocalContext::stopping_after(0);
+        assert_eq!(
+            problem.solve(&unit.payload, &stopped).unwrap(),
+            UnitOutcome::Stopped
+        );
+        let cursor = stopped.checkpoints().pop().expect("a checkpoint");
+        let resumed = LocalContext::resuming(cursor.clone());
+        match problem.solve(&unit.payload, &resumed).unwrap() {
+            UnitOutcome::Searched { best, .. } => assert_eq!(best, Some(first)),
+            other => panic!("{other:?}"),
+        }
+        // A forged checkpoint (other heads) is refused.
+        let mut forged = cursor;
+        let last = forged.len() - 1;
+        forged[last] ^= 1;
+        assert!(problem
+            .solve(&unit.payload, &LocalContext::resuming(forged))
+            .is_err());
+    }
+}
+
+#[test]
+fn climb_rounds_go_on_after_idle_rounds_until_the_round_limit() {
+    // Tiny budgets: many rounds find nothing, and the campaign goes on regardless.
+    let rounds = 12;
+    let problem = with(
+        json!({"n": 20, "strategy": "climb", "units": 2, "budget": 3,
+                              "rounds": rounds}),
+    );
+    let heads: Vec<Card> = (2..=20).chain([1]).collect();
+    let mut best = json!({"deck": to_deck(&heads).unwrap()});
+    best["flips"] = json!(replayed(&best));
+    let mut cursor: Option<Vec<u8>> = None;
+    let mut seen_rounds = 0;
+    let mut idle_rounds = 0;
+    let mut seeds = std::collections::HashSet::new();
+    loop {
+        let batch = next_units(&problem, cursor.as_deref(), &best);
+        if batch.units.is_empty() {
+            assert!(batch.next.is_none());
+            break;
+        }
+        seen_rounds += 1;
+        let before = best["flips"].as_u64().unwrap();
+        for unit in &batch.units {
+            assert!(seeds.insert(unit.label.clone()), "seeds change every round");
+            if let Some(found) = solve_whole(&problem, &unit.payload) {
+                assert!(
+                    found.score as u64 > before,
+                    "a unit only reports a better deck"
+                );
+                if found.score > best["flips"].as_i64().unwrap() {
+                    best = found.solution;
+                }
+            }
+        }
+        let after = best["flips"].as_u64().unwrap();
+        assert!(after >= before, "a round never loses ground");
+        if after == before {
+            idle_rounds += 1;
+        }
+        cursor = batch.next;
+    }
+    assert_eq!(seen_rounds, rounds as usize);
+    assert!(
+        idle_rounds > 0,
+        "with 3 moves a unit, some rounds find nothing"
+    );
+    assert!(best["flips"].as_u64().unwrap() > replayed(&json!({"deck": to_deck(&heads).unwrap()})));
+}
+
+#[test]
+fn a_block_campaign_climbs_after_polishing_and_keeps_improving() {
+    // n = 40: growth, polish rounds, then climb rounds until the limit; the climb rounds
+    // raise the best beyond where polishing stopped.
+    let polished = with(json!({"n": 40, "k": 4, "units": 4, "window": 2, "rounds": 0}));
+    let (polish_scores, _) = drive(&polished, 500);
+    let problem =
+        with(json!({"n": 40, "k": 4, "units": 4, "window": 2, "budget": 3000, "rounds": 8}));
+    let (scores, best) = drive(&problem, 500);
+    // (The polish campaign's last entry repeats its best: the split that ends it.)
+    let polished_len = polish_scores.len() - 1;
+    assert_eq!(scores[..polished_len], polish_scores[..polished_len]);
+    assert!(scores.len() > polish_scores.len());
+    assert!(scores.last() > polish_scores.last(), "{scores:?}");
+    assert!(scores.windows(2).all(|w| w[1] >= w[0]));
+    let best = best.unwrap();
+    assert_eq!(replayed(&best) as i64, *scores.last().unwrap());
+    let args = problem.heuristic.as_ref().unwrap().args();
+    assert_eq!(args.rounds, Some(8));
+    assert_eq!(args.budget, Some(3000));
+    let stored = serde_json::to_value(args).unwrap();
+    assert_eq!(stored["rounds"], 8);
+    assert_eq!(stored["strategy"], "block");
 }

@@ -1,0 +1,196 @@
+//! Moves of the climb phase on the heads that reach the top (the unique heads before 1):
+//! shift one head from position i to position j, swap two heads, reverse a short segment.
+//! Any reordering of those heads is again a valid heads sequence (the same values reach the
+//! top, 1 still ends the game), so every move keeps a genuine deck. Moves are drawn from a
+//! small seeded generator written here, so a unit's moves depend on its seed only (same on
+//! every machine and every build).
+
+use crate::problems::topswops::scorer::Card;
+
+/// Longest segment a short move spans (reversals, near shifts and swaps).
+pub const MAX_SEGMENT: usize = 12;
+
+/// A seeded pseudo-random generator (SplitMix64): tiny, fast, and fixed by its seed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rng(pub u64);
+
+impl Rng {
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        mix(self.0)
+    }
+
+    /// A value in 0..bound (`bound` > 0), by multiply-shift (bias below 2^-32 for our sizes).
+    pub fn below(&mut self, bound: usize) -> usize {
+        ((u128::from(self.next_u64()) * bound as u128) >> 64) as usize
+    }
+}
+
+/// SplitMix64's finaliser: a bijective scramble of 64 bits (also how unit seeds are made).
+pub fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// One move on a sequence of heads (positions index the heads before 1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Move {
+    /// Take the head at `from` out and insert it so that it lands at `to`.
+    Shift { from: usize, to: usize },
+    /// Exchange the heads at `a` < `b`.
+    Swap { a: usize, b: usize },
+    /// Reverse the `len` heads starting at `start`.
+    Reverse { start: usize, len: usize },
+}
+
+impl Move {
+    /// A random move on `movable` heads (`None` when fewer than 2): a third each of shifts,
+    /// swaps and reversals; shifts and swaps are near (within [`MAX_SEGMENT`]) or anywhere
+    /// with equal odds.
+    pub fn random(rng: &mut Rng, movable: usize) -> Option<Move> {
+        if movable < 2 {
+            return None;
+        }
+        let kind = rng.below(3);
+        if kind == 2 {
+            let len = 2 + rng.below(MAX_SEGMENT.min(movable) - 1);
+            let start = rng.below(movable - len + 1);
+            return Some(Move::Reverse { start, len });
+        }
+        let first = rng.below(movable);
+        let second = if rng.below(2) == 0 {
+            // Near: a distance in 1..=MAX_SEGMENT, clamped into the sequence.
+            let distance = 1 + rng.below(MAX_SEGMENT);
+            if rng.below(2) == 0 {
+                first.saturating_sub(distance)
+            } else {
+                (first + distance).min(movable - 1)
+            }
+        } else {
+            rng.below(movable)
+        };
+        let second = if second == first {
+            // Never a no-op: the neighbour (there is one since movable >= 2).
+            if first + 1 < movable {
+                first + 1
+            } else {
+                first - 1
+            }
+        } else {
+            second
+        };
+        Some(if kind == 0 {
+            Move::Shift {
+                from: first,
+                to: second,
+            }
+        } else {
+            Move::Swap {
+                a: first.min(second),
+                b: first.max(second),
+            }
+        })
+    }
+
+    /// The first position whose head the move changes.
+    pub fn first_changed(&self) -> usize {
+        match *self {
+            Move::Shift { from, to } => from.min(to),
+            Move::Swap { a, .. } => a,
+            Move::Reverse { start, .. } => start,
+        }
+    }
+
+    /// Applies the move to `heads` (positions must be in range).
+    pub fn apply(&self, heads: &mut [Card]) {
+        match *self {
+            Move::Shift { from, to } if from < to => heads[from..=to].rotate_left(1),
+            Move::Shift { from, to } => heads[to..=from].rotate_right(1),
+            Move::Swap { a, b } => heads.swap(a, b),
+            Move::Reverse { start, len } => heads[start..start + len].reverse(),
+        }
+    }
+
+    /// Undoes [`Move::apply`].
+    pub fn undo(&self, heads: &mut [Card]) {
+        match *self {
+            Move::Shift { from, to } => Move::Shift { from: to, to: from }.apply(heads),
+            other => other.apply(heads),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::problems::topswops::heads::{to_deck, to_heads, visited};
+    use proptest::prelude::*;
+
+    #[test]
+    fn shifts_move_one_head_and_keep_the_others_in_order() {
+        let mut heads: Vec<Card> = vec![2, 3, 4, 5, 6, 1];
+        Move::Shift { from: 1, to: 4 }.apply(&mut heads);
+        assert_eq!(heads, vec![2, 4, 5, 6, 3, 1]);
+        Move::Shift { from: 1, to: 4 }.undo(&mut heads);
+        assert_eq!(heads, vec![2, 3, 4, 5, 6, 1]);
+        Move::Shift { from: 3, to: 0 }.apply(&mut heads);
+        assert_eq!(heads, vec![5, 2, 3, 4, 6, 1]);
+        Move::Reverse { start: 1, len: 3 }.apply(&mut heads);
+        assert_eq!(heads, vec![5, 4, 3, 2, 6, 1]);
+        Move::Swap { a: 0, b: 4 }.apply(&mut heads);
+        assert_eq!(heads, vec![6, 4, 3, 2, 5, 1]);
+    }
+
+    #[test]
+    fn the_generator_is_fixed_by_its_seed() {
+        // SplitMix64 from seed 0: published first output 0xe220a8397b1dcdaf.
+        assert_eq!(Rng(0).next_u64(), 0xe220_a839_7b1d_cdaf);
+        let draw = |seed| {
+            let mut rng = Rng(seed);
+            (0..50)
+                .map(|_| Move::random(&mut rng, 40))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(draw(7), draw(7));
+        assert_ne!(draw(7), draw(8));
+        assert_eq!(Move::random(&mut Rng(1), 1), None);
+    }
+
+    fn permutation(n: usize) -> impl Strategy<Value = Vec<Card>> {
+        Just((1..=n as Card).collect::<Vec<_>>()).prop_shuffle()
+    }
+
+    proptest! {
+        #[test]
+        fn moves_keep_a_valid_heads_sequence_and_undo_exactly(
+            deck in (2usize..120).prop_flat_map(permutation),
+            seed in any::<u64>(),
+        ) {
+            let heads = to_heads(&deck).unwrap();
+            let movable = visited(&heads) - 1;
+            let mut rng = Rng(seed);
+            let mut moved = heads.clone();
+            for _ in 0..20 {
+                let Some(mv) = Move::random(&mut rng, movable) else {
+                    prop_assert!(movable < 2);
+                    break;
+                };
+                let before = moved.clone();
+                mv.apply(&mut moved[..movable]);
+                let first = mv.first_changed();
+                prop_assert_eq!(&moved[..first], &before[..first]);
+                prop_assert_ne!(&moved, &before, "{:?} changed nothing", mv);
+                // Still a valid sequence: same heads reach the top, the deck round-trips.
+                let deck = to_deck(&moved).unwrap();
+                let again = to_heads(&deck).unwrap();
+                prop_assert_eq!(&again, &moved);
+                prop_assert_eq!(visited(&again), movable + 1);
+                let mut undone = moved.clone();
+                mv.undo(&mut undone[..movable]);
+                prop_assert_eq!(undone, before);
+            }
+        }
+    }
+}
