@@ -468,6 +468,16 @@ impl Problem for Grid {
         verify::score(&self.grid, solution).map(|cost| cost as i64)
     }
 
+    fn proven_solution(&self, solution: &Value) -> Option<Value> {
+        // Only the exact strategy proves anything; its optimum is its own lower bound.
+        if self.params.strategy != Strategy::Exact {
+            return None;
+        }
+        let walk = verify::walk_of(&self.grid, solution).ok()?;
+        let cost = verify::walk_cost(&self.grid, &walk).ok()?;
+        Some(verify::solution(&walk, cost, cost))
+    }
+
     fn child_priority(&self, parent: &[u8], child: &[u8]) -> Result<i64, ProblemError> {
         if self.params.strategy != Strategy::Tree {
             return Err(ProblemError::Unsupported(

@@ -448,3 +448,22 @@ fn whole_problem_solutions_carry_the_root_bound() {
         assert!(lower > tree_bound, "the LP bound beats the spanning tree's");
     }
 }
+
+#[test]
+fn a_proven_solution_states_its_cost_as_its_lower_bound() {
+    let problem = campaign(json!({"instance": TRAP3}));
+    let walk = [6, 7, 8, 7, 4, 1, 0, 3, 4, 5, 2];
+    let claimed = json!({"walk": walk, "cost": 25, "lower_bound": 20});
+    let restated = problem.proven_solution(&claimed).unwrap();
+    assert_eq!(
+        restated,
+        json!({"walk": walk, "cost": 25, "lower_bound": 25})
+    );
+    assert_eq!(problem.score(&restated).unwrap(), 25);
+    // An illegal walk is never restated.
+    assert!(problem
+        .proven_solution(&json!({"walk": [0, 2], "cost": 1}))
+        .is_none());
+    let tree = campaign(json!({"instance": TRAP3, "strategy": "tree"}));
+    assert!(tree.proven_solution(&claimed).is_none());
+}
