@@ -1593,6 +1593,9 @@ pub fn maybe_finish_campaign(ctx: &Ctx, campaign_id: i64) -> Result<(), Error> {
     ctx.conn
         .prepare_cached("UPDATE campaigns SET state = ?2, finished_ms = ?3 WHERE id = ?1")?
         .execute(params![campaign_id, new_state, ctx.now])?;
+    if new_state == "done" {
+        restate_proven_solution(ctx, campaign_id)?;
+    }
     event(
         ctx.conn,
         ctx.now,
@@ -1603,6 +1606,28 @@ pub fn maybe_finish_campaign(ctx: &Ctx, campaign_id: i64) -> Result<(), Error> {
         None,
         json!({"state": new_state, "failed_units": failed}),
     )?;
+    Ok(())
+}
+
+/// Lets the problem restate the best solution of a campaign that has just proven it
+/// optimal ([`grind_shared::problem::Problem::proven_solution`]).
+fn restate_proven_solution(ctx: &Ctx, campaign_id: i64) -> Result<(), Error> {
+    let (exhaustive, best): (bool, Option<String>) = ctx
+        .conn
+        .prepare_cached("SELECT exhaustive, best_solution FROM campaigns WHERE id = ?1")?
+        .query_row(params![campaign_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    let Some(best) = best.filter(|_| exhaustive) else {
+        return Ok(());
+    };
+    let Ok(solution) = serde_json::from_str::<serde_json::Value>(&best) else {
+        return Ok(());
+    };
+    let problem = ctx.problems.get(ctx.conn, campaign_id)?;
+    if let Some(restated) = problem.proven_solution(&solution) {
+        ctx.conn
+            .prepare_cached("UPDATE campaigns SET best_solution = ?2 WHERE id = ?1")?
+            .execute(params![campaign_id, restated.to_string()])?;
+    }
     Ok(())
 }
 

@@ -214,3 +214,63 @@ async fn a_grid_campaign_resumes_after_a_coordinator_restart() {
         Some(local.cost)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_root_split_campaign_survives_coordinator_and_worker_restarts() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut coord = start_coordinator(dir.path(), 3_000, &[]);
+    let addr = coord.url.trim_start_matches("http://").to_string();
+    let mut admin_client = admin(&coord.url).await;
+    // 10x10 seed 4 needs a few hundred branch-and-cut nodes: the root unit splits into
+    // subtree units after its first nodes, and they spread over both workers.
+    let campaign = create(
+        &mut admin_client,
+        "grid",
+        json!({"size": 10, "seed": 4, "subtrees": 12}),
+        0.0,
+    )
+    .await;
+    let _w1 = start_worker(&coord.url, "w1", 1);
+    let mut w2 = start_worker(&coord.url, "w2", 1);
+    let before = wait_campaign(
+        &admin_client,
+        campaign,
+        "the root to split and a subtree to finish",
+        LONG,
+        &|c| {
+            let u = c.units.unwrap();
+            c.state == "running" && u.done >= 1 && u.done + u.pending + u.leased >= 6
+        },
+    )
+    .await;
+    w2.kill();
+    coord.proc.kill();
+    assert_eq!(before.state, "running", "killed mid-campaign");
+    let coord = start_coordinator_on(coord.db.clone(), &addr, 3_000, &[]);
+    let _w2 = start_worker(&coord.url, "w2", 1);
+    let mut admin_client = admin(&coord.url).await;
+    let done = wait_finished(&mut admin_client, campaign, LONG).await;
+    assert_eq!(done.state, "done");
+    assert!(done.proven);
+    assert!(done.units.unwrap().done >= 6, "{:?}", done.units);
+    // The same value as one uninterrupted local solve.
+    let grid = grind_shared::problems::grid::instance::Instance::generate(10, 4).unwrap();
+    let local = grind_shared::problems::grid::solve_instance(&grid, None).unwrap();
+    assert!(local.proven);
+    assert_eq!(done.value, local.cost.to_string());
+    let solution: serde_json::Value = serde_json::from_str(&done.solution_json).unwrap();
+    let walk: Vec<u64> = serde_json::from_value(solution["walk"].clone()).unwrap();
+    assert_eq!(
+        replay(100, &generated_bridges(10, 4), &walk),
+        Some(local.cost)
+    );
+    // Proven: the stored lower bound is the optimum itself.
+    assert_eq!(solution["lower_bound"], json!(local.cost));
+    let reply = status(&mut admin_client, campaign).await;
+    let workers: std::collections::BTreeSet<_> = reply
+        .results
+        .iter()
+        .map(|r| r.provenance.as_ref().unwrap().worker_name.clone())
+        .collect();
+    assert_eq!(workers.len(), 2, "both workers solved units: {workers:?}");
+}

@@ -253,6 +253,14 @@ pub trait Problem: Send + Sync + 'static {
         ))
     }
 
+    /// The best solution restated once an exhaustive campaign has finished and so proven it
+    /// optimal (for example with a stated lower bound raised to its score). `None` (the
+    /// default) keeps it as it is.
+    fn proven_solution(&self, solution: &Value) -> Option<Value> {
+        let _ = solution;
+        None
+    }
+
     /// Reads one entry of a submission file (what [`Problem::render`] writes for a solution)
     /// back into a solution document, for importing previous submissions. The default reads
     /// a JSON document.

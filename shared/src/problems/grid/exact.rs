@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use super::cuts::Support;
 use super::euler::walk_from_crossings;
 use super::instance::Instance;
+use super::pool::Cut;
 use super::unit::{ExactUnit, Restriction, Subproblem, Target};
 use crate::problem::ProblemError;
 
@@ -29,11 +30,12 @@ pub trait Hooks {
     fn incumbent(&self) -> Option<u64>;
     /// A walk better than every incumbent seen so far.
     fn improved(&self, walk: &[usize], cost: u64);
-    /// Called before each node; `open` lists the open subproblems (the node's first), for a
-    /// checkpoint. Returns whether to go on.
-    fn tick(&self, nodes: u64, open: &dyn Fn() -> Vec<Subproblem>) -> Tick;
-    /// Hands `give` away; true when accepted, and the search then covers only `keep`.
-    fn donate(&self, give: Vec<Subproblem>, keep: Vec<Subproblem>) -> bool;
+    /// Called before each node; `open` is the unit of the open subproblems (the node's
+    /// first), for a checkpoint. Returns whether to go on.
+    fn tick(&self, nodes: u64, open: &dyn Fn() -> ExactUnit) -> Tick;
+    /// Hands the units `give` away; true when accepted, and the search then covers only
+    /// `keep`.
+    fn donate(&self, give: Vec<ExactUnit>, keep: ExactUnit) -> bool;
     /// True when the caller would like a donation now.
     fn wants_donation(&self) -> bool;
     /// A lower bound valid for every walk of the instance (the unrestricted root LP).
@@ -203,9 +205,22 @@ pub struct Search<'a> {
     hooks: &'a dyn Hooks,
     /// Cuts found so far, reused across nodes.
     pool: Vec<Cut>,
+    /// The cuts handed on with checkpoints and donated units: the unit's own, or the cuts
+    /// tight at its first LP.
+    carried: Vec<Cut>,
+    /// A lower bound on every walk of the instance (0 until one is known).
+    lower: u64,
+    /// Split a whole-problem unit into about this many subtree units after its first nodes
+    /// (0 or 1: never).
+    split_into: usize,
     best: Option<u64>,
     nodes: u64,
     inside: Vec<bool>,
+}
+
+/// Rounds an LP value up to the integer bound it proves.
+fn integer_bound(lp: f64) -> u64 {
+    (lp - EPS).ceil().max(0.0) as u64
 }
 
 impl<'a> Search<'a> {
@@ -216,10 +231,21 @@ impl<'a> Search<'a> {
             model: Model::new(grid),
             hooks,
             pool: Vec::new(),
+            carried: Vec::new(),
+            lower: 0,
+            split_into: 0,
             best: None,
             nodes: 0,
             inside: vec![false; grid.cities()],
         }
+    }
+
+    /// Splits a unit covering the whole problem into about `subtrees` subtree units (searched
+    /// best-bound first until there are that many open nodes, then all but the best one are
+    /// donated, carrying the root's tight cuts).
+    pub fn split_into(mut self, subtrees: usize) -> Self {
+        self.split_into = subtrees;
+        self
     }
 
     fn upper(&self) -> Option<u64> {
@@ -235,6 +261,22 @@ impl<'a> Search<'a> {
             .is_some_and(|ub| (lp - EPS).ceil() >= ub as f64)
     }
 
+    /// The unit of `subproblems` with the carried cuts and the known lower bound.
+    fn unit_of(&self, subproblems: Vec<Subproblem>) -> ExactUnit {
+        ExactUnit {
+            subproblems,
+            cuts: self.carried.clone(),
+            lower: self.lower,
+        }
+    }
+
+    fn raise_lower(&mut self, bound: u64) {
+        if bound > self.lower {
+            self.lower = bound;
+            self.hooks.global_bound(bound);
+        }
+    }
+
     /// Searches every subproblem of `unit`.
     pub fn run(&mut self, unit: ExactUnit) -> Result<SearchEnd, ProblemError> {
         if self.grid.cities() == 1 {
@@ -247,6 +289,11 @@ impl<'a> Search<'a> {
                 root_bound: Some(0),
             });
         }
+        self.pool.extend(unit.cuts.iter().cloned());
+        self.carried = unit.cuts;
+        self.raise_lower(unit.lower);
+        let whole = unit.subproblems.len() == 1 && unit.subproblems[0].is_empty();
+        let mut splitting = whole && self.split_into > 1;
         let mut stack: Vec<Open> = unit
             .subproblems
             .into_iter()
@@ -260,29 +307,63 @@ impl<'a> Search<'a> {
             .collect();
         let mut root_bound = None;
         let first_node = self.nodes;
-        while let Some(open) = stack.pop() {
+        loop {
+            let next = if splitting {
+                // Best bound first while splitting: the open nodes stay near the root.
+                let best =
+                    (0..stack.len()).min_by(|&a, &b| stack[a].bound.total_cmp(&stack[b].bound));
+                best.map(|i| stack.remove(i))
+            } else {
+                stack.pop()
+            };
+            let Some(open) = next else { break };
             let tick = self.hooks.tick(self.nodes, &|| {
-                std::iter::once(open.restrictions.clone())
-                    .chain(stack.iter().rev().map(|o| o.restrictions.clone()))
-                    .collect()
+                self.unit_of(
+                    std::iter::once(open.restrictions.clone())
+                        .chain(stack.iter().rev().map(|o| o.restrictions.clone()))
+                        .collect(),
+                )
             });
             if tick == Tick::Stop {
                 return Ok(SearchEnd::Stopped);
             }
-            if stack.len() >= 2 && self.hooks.wants_donation() {
-                let give_count = stack.len().div_ceil(2).min(16);
-                let give: Vec<Subproblem> = stack[..give_count]
+            let split_now = splitting
+                && (stack.len() + 1 >= self.split_into
+                    || (!stack.is_empty() && self.hooks.wants_donation()));
+            if split_now {
+                splitting = false;
+                // A walk cheaper than the incumbent lies in an open node: the smallest node
+                // bound (or the incumbent) is a global bound.
+                let lowest = stack.iter().map(|o| o.bound).fold(open.bound, f64::min);
+                let upper = self.upper().unwrap_or(u64::MAX);
+                self.raise_lower(integer_bound(lowest).min(upper));
+                let give: Vec<ExactUnit> = stack
                     .iter()
-                    .map(|o| o.restrictions.clone())
+                    .map(|o| self.unit_of(vec![o.restrictions.clone()]))
                     .collect();
-                let keep: Vec<Subproblem> = std::iter::once(open.restrictions.clone())
-                    .chain(
-                        stack[give_count..]
-                            .iter()
-                            .rev()
-                            .map(|o| o.restrictions.clone()),
-                    )
+                if self
+                    .hooks
+                    .donate(give, self.unit_of(vec![open.restrictions.clone()]))
+                {
+                    stack.clear();
+                }
+            } else if !splitting && stack.len() >= 2 && self.hooks.wants_donation() {
+                // The bottom of the stack holds the shallowest nodes: the largest subtrees.
+                let give_count = stack.len().div_ceil(2).min(16);
+                let give: Vec<ExactUnit> = stack[..give_count]
+                    .iter()
+                    .map(|o| self.unit_of(vec![o.restrictions.clone()]))
                     .collect();
+                let keep = self.unit_of(
+                    std::iter::once(open.restrictions.clone())
+                        .chain(
+                            stack[give_count..]
+                                .iter()
+                                .rev()
+                                .map(|o| o.restrictions.clone()),
+                        )
+                        .collect(),
+                );
                 if self.hooks.donate(give, keep) {
                     stack.drain(..give_count);
                 }
@@ -304,10 +385,13 @@ impl<'a> Search<'a> {
             };
             let value = solution.objective();
             if self.nodes == first_node + 1 {
-                let bound = (value - EPS).ceil().max(0.0) as u64;
-                root_bound = Some(bound);
+                root_bound = Some(integer_bound(value));
                 if open.restrictions.is_empty() {
-                    self.hooks.global_bound(bound);
+                    self.raise_lower(integer_bound(value));
+                }
+                // Every cut is valid for every walk: later units start from these.
+                if self.carried.is_empty() {
+                    self.carried = self.tight_cuts(&solution);
                 }
             }
             if self.pruned(value) {
@@ -339,6 +423,29 @@ impl<'a> Search<'a> {
             nodes: self.nodes,
             root_bound,
         })
+    }
+
+    /// The pool's cuts that hold with equality at the LP point.
+    fn tight_cuts(&mut self, solution: &Solution) -> Vec<Cut> {
+        let xs: Vec<f64> = self
+            .model
+            .x
+            .iter()
+            .map(|&v| solution.var_value(v))
+            .collect();
+        let ys: Vec<f64> = self
+            .model
+            .y
+            .iter()
+            .map(|&v| solution.var_value(v))
+            .collect();
+        let mut tight = Vec::new();
+        for cut in &self.pool {
+            if cut.value(self.grid, &mut self.inside, &xs, &ys) < cut.rhs + 1e-4 {
+                tight.push(cut.clone());
+            }
+        }
+        tight
     }
 
     /// The root relaxation with every cut the separators find (for diagnostics); `None`
@@ -434,10 +541,7 @@ impl<'a> Search<'a> {
             if sorted.is_empty() || sorted.len() == cities {
                 continue;
             }
-            let cut = Cut {
-                sets: vec![sorted],
-                rhs: 2.0,
-            };
+            let cut = Cut::connectivity(sorted);
             if cut.value(self.grid, &mut self.inside, &xs, &ys) < 2.0 - EPS && !found.contains(&cut)
             {
                 found.push(cut);
@@ -510,34 +614,18 @@ impl Search<'_> {
             if teeth.len() < 3 {
                 continue;
             }
-            let mut sets = vec![city_side(&handle, cities)];
-            sets.extend(teeth.iter().map(|&(a, b, _)| city_side(&[a, b], cities)));
-            let cut = Cut {
-                sets,
-                rhs: (3 * teeth.len() + 1) as f64,
-            };
+            let cut = Cut::comb(
+                city_side(&handle, cities),
+                teeth
+                    .iter()
+                    .map(|&(a, b, _)| city_side(&[a, b], cities))
+                    .collect(),
+            );
             if cut.value(self.grid, &mut self.inside, xs, ys) < cut.rhs - EPS {
                 found.push(cut);
             }
         }
         found
-    }
-}
-
-/// A valid inequality: the cut values of `sets` (sets of cities) sum to at least `rhs`.
-#[derive(Clone, Debug, PartialEq)]
-struct Cut {
-    sets: Vec<Vec<usize>>,
-    rhs: f64,
-}
-
-impl Cut {
-    /// The left-hand side at the LP point.
-    fn value(&self, grid: &Instance, inside: &mut [bool], xs: &[f64], ys: &[f64]) -> f64 {
-        self.sets
-            .iter()
-            .map(|set| cut_value(grid, inside, set, xs, ys))
-            .sum()
     }
 }
 
@@ -550,28 +638,6 @@ fn city_side(set: &[usize], cities: usize) -> Vec<usize> {
     }
     let keep = !member[cities];
     (0..cities).filter(|&v| member[v] == keep).collect()
-}
-
-/// `x(delta(S)) + y(S)` at the LP point (`inside` is all false, and left so).
-fn cut_value(grid: &Instance, inside: &mut [bool], set: &[usize], xs: &[f64], ys: &[f64]) -> f64 {
-    {
-        for &v in set {
-            inside[v] = true;
-        }
-        let mut total = 0.0;
-        for &v in set {
-            total += ys[v];
-            for &(u, bridge) in grid.neighbours(v) {
-                if !inside[u] {
-                    total += xs[bridge];
-                }
-            }
-        }
-        for &v in set {
-            inside[v] = false;
-        }
-        total
-    }
 }
 
 impl Search<'_> {
@@ -756,14 +822,14 @@ impl Hooks for LocalHooks {
             *best = Some((walk.to_vec(), cost));
         }
     }
-    fn tick(&self, _nodes: u64, _open: &dyn Fn() -> Vec<Subproblem>) -> Tick {
+    fn tick(&self, _nodes: u64, _open: &dyn Fn() -> ExactUnit) -> Tick {
         let started = *self.started.get_or_init(Instant::now);
         match self.time_limit {
             Some(limit) if started.elapsed() > limit => Tick::Stop,
             _ => Tick::Continue,
         }
     }
-    fn donate(&self, _give: Vec<Subproblem>, _keep: Vec<Subproblem>) -> bool {
+    fn donate(&self, _give: Vec<ExactUnit>, _keep: ExactUnit) -> bool {
         false
     }
     fn wants_donation(&self) -> bool {

@@ -18,6 +18,7 @@ pub mod euler;
 pub mod exact;
 pub mod heuristic;
 pub mod instance;
+pub mod pool;
 pub mod tree;
 pub mod unit;
 pub mod verify;
@@ -36,12 +37,21 @@ use closure::Closure;
 use exact::{Hooks, Search, SearchEnd, Tick};
 use instance::Instance;
 use tree::Tree;
-use unit::{ExactUnit, Subproblem};
+use unit::ExactUnit;
 
 /// How often a running exact unit saves a checkpoint.
 const CHECKPOINT_EVERY: Duration = Duration::from_secs(5);
 /// Most neighbours one tree expansion hands back (the best ones).
 pub const TREE_CHILDREN: usize = 64;
+
+/// Subtree units the root unit splits into by default.
+pub const DEFAULT_SUBTREES: u32 = 64;
+/// Most subtree units the root unit may split into.
+pub const MAX_SUBTREES: u32 = 4096;
+
+fn default_subtrees() -> u32 {
+    DEFAULT_SUBTREES
+}
 
 /// Which search a campaign runs.
 #[derive(ValueEnum, Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -88,6 +98,11 @@ pub struct GridParams {
     #[arg(long, value_enum, default_value_t = SplitMode::Root)]
     #[serde(default)]
     pub split: SplitMode,
+    /// With `--split root`: the root unit splits into about this many subtree units after
+    /// its first nodes (1: never; running units still donate to idle workers).
+    #[arg(long, default_value_t = DEFAULT_SUBTREES)]
+    #[serde(default = "default_subtrees")]
+    pub subtrees: u32,
     /// The instance text (filled in from --file; workers never read files).
     #[arg(skip)]
     #[serde(default)]
@@ -136,6 +151,12 @@ impl ProblemDef for Grid {
                 grid.side()
             )));
         }
+        if params.subtrees == 0 || params.subtrees > MAX_SUBTREES {
+            return Err(invalid(&format!(
+                "--subtrees {} is not in 1..={MAX_SUBTREES}",
+                params.subtrees
+            )));
+        }
         params.size = Some(grid.side() as u32);
         let tree_bound = Tree::minimum(&grid).weight(&grid);
         Ok(Grid {
@@ -181,7 +202,7 @@ impl Grid {
             best: Mutex::new(None),
             // The first node saves a checkpoint at once.
             last_checkpoint: Mutex::new(None),
-            lower: Mutex::new(0),
+            lower: Mutex::new(unit.lower),
         };
         if ctx.bound().is_none() {
             let closure = Closure::new(&self.grid);
@@ -189,7 +210,13 @@ impl Grid {
             let (walk, cost) = closure.walk_of(&order);
             hooks.improved(&walk, cost);
         }
-        let end = Search::new(&self.grid, &hooks).run(unit)?;
+        let subtrees = match self.params.split {
+            SplitMode::Root => self.params.subtrees as usize,
+            SplitMode::Endpoints => 0,
+        };
+        let end = Search::new(&self.grid, &hooks)
+            .split_into(subtrees)
+            .run(unit)?;
         if end == SearchEnd::Stopped {
             return Ok(UnitOutcome::Stopped);
         }
@@ -318,17 +345,12 @@ impl Hooks for ContextHooks<'_> {
         }
     }
 
-    fn tick(&self, nodes: u64, open: &dyn Fn() -> Vec<Subproblem>) -> Tick {
+    fn tick(&self, nodes: u64, open: &dyn Fn() -> ExactUnit) -> Tick {
         self.ctx.progress(nodes, None);
         let stop = self.ctx.stop_requested();
         let mut last = self.last_checkpoint.lock().expect("poisoned");
         if stop || last.is_none_or(|at| at.elapsed() >= CHECKPOINT_EVERY) {
-            self.ctx.checkpoint(
-                ExactUnit {
-                    subproblems: open(),
-                }
-                .encode(),
-            );
+            self.ctx.checkpoint(open().encode(self.grid.grid.cities()));
             *last = Some(Instant::now());
         }
         if stop {
@@ -338,21 +360,21 @@ impl Hooks for ContextHooks<'_> {
         }
     }
 
-    fn donate(&self, give: Vec<Subproblem>, keep: Vec<Subproblem>) -> bool {
+    fn donate(&self, give: Vec<ExactUnit>, keep: ExactUnit) -> bool {
+        let cities = self.grid.grid.cities();
         let units = give
             .into_iter()
-            .map(|sub| {
-                let unit = ExactUnit {
-                    subproblems: vec![sub],
-                };
-                UnitSpec {
-                    label: unit.label(),
-                    payload: unit.encode(),
-                }
+            .map(|unit| UnitSpec {
+                label: unit.label(),
+                payload: unit.encode(cities),
             })
             .collect();
-        self.ctx
-            .donate(units, ExactUnit { subproblems: keep }.encode())
+        let donated = self.ctx.donate(units, keep.encode(cities));
+        if donated {
+            // The next node saves a checkpoint of what this unit still covers.
+            *self.last_checkpoint.lock().expect("poisoned") = None;
+        }
+        donated
     }
 
     fn wants_donation(&self) -> bool {
@@ -393,7 +415,10 @@ impl Problem for Grid {
             }),
             (Strategy::Exact, SplitMode::Root) => Ok(match cursor {
                 Some(_) => done,
-                None => root(ExactUnit::root().encode(), ExactUnit::root().label()),
+                None => root(
+                    ExactUnit::root().encode(self.grid.cities()),
+                    ExactUnit::root().label(),
+                ),
             }),
             (Strategy::Exact, SplitMode::Endpoints) => {
                 let start = match cursor {
@@ -406,7 +431,10 @@ impl Problem for Grid {
                 let cities = self.grid.cities();
                 if cities == 1 {
                     return Ok(if start == 0 {
-                        root(ExactUnit::root().encode(), ExactUnit::root().label())
+                        root(
+                            ExactUnit::root().encode(self.grid.cities()),
+                            ExactUnit::root().label(),
+                        )
                     } else {
                         done
                     });
@@ -418,7 +446,7 @@ impl Problem for Grid {
                         let unit = ExactUnit::endpoint_class(k);
                         UnitSpec {
                             label: unit.label(),
-                            payload: unit.encode(),
+                            payload: unit.encode(cities),
                         }
                     })
                     .collect();
@@ -438,6 +466,16 @@ impl Problem for Grid {
 
     fn score(&self, solution: &Value) -> Result<i64, ProblemError> {
         verify::score(&self.grid, solution).map(|cost| cost as i64)
+    }
+
+    fn proven_solution(&self, solution: &Value) -> Option<Value> {
+        // Only the exact strategy proves anything; its optimum is its own lower bound.
+        if self.params.strategy != Strategy::Exact {
+            return None;
+        }
+        let walk = verify::walk_of(&self.grid, solution).ok()?;
+        let cost = verify::walk_cost(&self.grid, &walk).ok()?;
+        Some(verify::solution(&walk, cost, cost))
     }
 
     fn child_priority(&self, parent: &[u8], child: &[u8]) -> Result<i64, ProblemError> {

@@ -173,7 +173,7 @@ fn stopped_units_resume_from_their_checkpoint() {
         let problem = campaign(json!({"size": 7, "seed": seed}));
         let optimum = solve_instance(problem.instance(), None).unwrap().cost;
         // Start from a bound one above the optimum, so the search must find it itself.
-        let payload = ExactUnit::root().encode();
+        let payload = ExactUnit::root().encode(problem.instance().cities());
         let ctx = context(Some(optimum as i64 + 1), None, Some(1));
         let first = problem.solve(&payload, &ctx).unwrap();
         if first != UnitOutcome::Stopped {
@@ -195,11 +195,13 @@ fn stopped_units_resume_from_their_checkpoint() {
     assert!(stopped > 0, "no instance needed more than one node");
 }
 
-/// A context that donates as soon as it can and records what it was given.
+/// A context that donates as soon as it can and records what it was given; with `quiet`
+/// it never asks for a donation (but accepts the ones offered).
 #[derive(Default)]
 struct Donating {
     inner: LocalContext,
     donated: Mutex<Vec<UnitSpec>>,
+    quiet: bool,
 }
 
 impl SolveContext for Donating {
@@ -218,12 +220,55 @@ impl SolveContext for Donating {
         false
     }
     fn split_requested(&self) -> bool {
-        self.donated.lock().unwrap().is_empty()
+        !self.quiet && self.donated.lock().unwrap().is_empty()
     }
     fn donate(&self, units: Vec<UnitSpec>, _remaining: Vec<u8>) -> bool {
         self.donated.lock().unwrap().extend(units);
         true
     }
+}
+
+#[test]
+fn the_root_splits_into_subtree_units_carrying_its_cuts() {
+    let mut splits = 0;
+    for seed in 0..8u64 {
+        let problem = campaign(json!({"size": 8, "seed": seed, "subtrees": 4}));
+        let grid = problem.instance();
+        let solved = solve_instance(grid, None).unwrap();
+        let optimum = solved.cost as i64;
+        let ctx = Donating {
+            inner: context(Some(optimum + 1), None, None),
+            quiet: true,
+            ..Default::default()
+        };
+        let mut found = Vec::new();
+        if let UnitOutcome::Searched { best: Some(b), .. } = problem
+            .solve(&ExactUnit::root().encode(grid.cities()), &ctx)
+            .unwrap()
+        {
+            found.push(b.score);
+        }
+        let donated = ctx.donated.into_inner().unwrap();
+        if !donated.is_empty() {
+            splits += 1;
+            assert_eq!(donated.len(), 3, "all open nodes but one, seed {seed}");
+        }
+        for spec in donated {
+            let unit =
+                ExactUnit::decode(&spec.payload, grid.bridges().len(), grid.cities()).unwrap();
+            assert!(!unit.cuts.is_empty(), "the root's cuts travel along");
+            let root = solved.root_bound.unwrap();
+            assert!((root..=solved.cost).contains(&unit.lower), "seed {seed}");
+            let other = context(Some(optimum + 1), None, None);
+            if let UnitOutcome::Searched { best: Some(b), .. } =
+                problem.solve(&spec.payload, &other).unwrap()
+            {
+                found.push(b.score);
+            }
+        }
+        assert_eq!(found.into_iter().min(), Some(optimum), "seed {seed}");
+    }
+    assert!(splits > 0, "no root split");
 }
 
 #[test]
@@ -237,8 +282,9 @@ fn donated_subtrees_and_the_rest_find_the_optimum() {
             ..Default::default()
         };
         let mut found = Vec::new();
-        if let UnitOutcome::Searched { best: Some(b), .. } =
-            problem.solve(&ExactUnit::root().encode(), &ctx).unwrap()
+        if let UnitOutcome::Searched { best: Some(b), .. } = problem
+            .solve(&ExactUnit::root().encode(problem.instance().cities()), &ctx)
+            .unwrap()
         {
             found.push(b.score);
         }
@@ -384,7 +430,10 @@ fn whole_problem_solutions_carry_the_root_bound() {
         let solved = solve_instance(problem.instance(), None).unwrap();
         let tree_bound = Tree::minimum(problem.instance()).weight(problem.instance());
         let outcome = problem
-            .solve(&ExactUnit::root().encode(), &LocalContext::default())
+            .solve(
+                &ExactUnit::root().encode(problem.instance().cities()),
+                &LocalContext::default(),
+            )
             .unwrap();
         let UnitOutcome::Searched {
             best: Some(best), ..
@@ -398,4 +447,23 @@ fn whole_problem_solutions_carry_the_root_bound() {
         assert_eq!(lower, root.max(tree_bound).min(solved.cost), "seed {seed}");
         assert!(lower > tree_bound, "the LP bound beats the spanning tree's");
     }
+}
+
+#[test]
+fn a_proven_solution_states_its_cost_as_its_lower_bound() {
+    let problem = campaign(json!({"instance": TRAP3}));
+    let walk = [6, 7, 8, 7, 4, 1, 0, 3, 4, 5, 2];
+    let claimed = json!({"walk": walk, "cost": 25, "lower_bound": 20});
+    let restated = problem.proven_solution(&claimed).unwrap();
+    assert_eq!(
+        restated,
+        json!({"walk": walk, "cost": 25, "lower_bound": 25})
+    );
+    assert_eq!(problem.score(&restated).unwrap(), 25);
+    // An illegal walk is never restated.
+    assert!(problem
+        .proven_solution(&json!({"walk": [0, 2], "cost": 1}))
+        .is_none());
+    let tree = campaign(json!({"instance": TRAP3, "strategy": "tree"}));
+    assert!(tree.proven_solution(&claimed).is_none());
 }

@@ -1,11 +1,15 @@
 //! Units of the exact strategy: lists of branch-and-bound subproblems, each a list of
 //! restrictions (variable bounds and vertex-degree bounds) added to the root LP. Checkpoints
-//! and donations use the same encoding: the open subproblems still to search.
+//! and donations use the same encoding: the open subproblems still to search, plus the cuts
+//! found so far (see [`super::pool`]) and the best lower bound their creator knew.
 
+use super::pool::{self, Cut};
 use crate::problem::ProblemError;
 
-/// Version tag of the encoding.
-const TAG: u8 = 0x47;
+/// Version tag of the encoding (subproblems only; still decoded).
+const TAG_PLAIN: u8 = 0x47;
+/// Version tag of the encoding with a lower bound and a cut pool.
+const TAG: u8 = 0x48;
 /// Most subproblems in one unit.
 pub const MAX_SUBPROBLEMS: usize = 1 << 16;
 /// Most restrictions in one subproblem.
@@ -40,10 +44,15 @@ pub struct Restriction {
 pub type Subproblem = Vec<Restriction>;
 
 /// A unit: subproblems searched one after the other.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct ExactUnit {
     /// The subproblems (their union is the unit's space).
     pub subproblems: Vec<Subproblem>,
+    /// Valid cuts to start the LP with (found by whoever created the unit).
+    pub cuts: Vec<Cut>,
+    /// A lower bound on every walk of the instance known when the unit was made (for the
+    /// solution document only: the search never trusts it).
+    pub lower: u64,
 }
 
 fn bad(why: String) -> ProblemError {
@@ -53,8 +62,15 @@ fn bad(why: String) -> ProblemError {
 impl ExactUnit {
     /// The unit covering the whole problem.
     pub fn root() -> ExactUnit {
+        ExactUnit::of(vec![Vec::new()])
+    }
+
+    /// A unit of `subproblems`, without cuts or bound.
+    pub fn of(subproblems: Vec<Subproblem>) -> ExactUnit {
         ExactUnit {
-            subproblems: vec![Vec::new()],
+            subproblems,
+            cuts: Vec::new(),
+            lower: 0,
         }
     }
 
@@ -72,14 +88,14 @@ impl ExactUnit {
             upper: false,
             value: 1,
         });
-        ExactUnit {
-            subproblems: vec![restrictions],
-        }
+        ExactUnit::of(vec![restrictions])
     }
 
-    /// Encodes as `[TAG, count u32, (len u16, (kind u8, index u32, value u8)*)*]`.
-    pub fn encode(&self) -> Vec<u8> {
+    /// Encodes as `[TAG, lower u64, count u32, (len u16, (kind u8, index u32, value u8)*)*,
+    /// cuts]` (cuts as [`pool::encode`] writes them for a grid of `cities` cities).
+    pub fn encode(&self, cities: usize) -> Vec<u8> {
         let mut out = vec![TAG];
+        out.extend_from_slice(&self.lower.to_le_bytes());
         out.extend_from_slice(&(self.subproblems.len() as u32).to_le_bytes());
         for sub in &self.subproblems {
             out.extend_from_slice(&(sub.len() as u16).to_le_bytes());
@@ -94,6 +110,7 @@ impl ExactUnit {
                 out.push(r.value);
             }
         }
+        pool::encode(&self.cuts, cities, &mut out);
         out
     }
 
@@ -108,9 +125,12 @@ impl ExactUnit {
             at += len;
             Ok(slice)
         };
-        if take(1)? != [TAG] {
-            return Err(bad("not an exact-strategy unit".into()));
-        }
+        let tag = take(1)?[0];
+        let lower = match tag {
+            TAG => u64::from_le_bytes(take(8)?.try_into().expect("8 bytes")),
+            TAG_PLAIN => 0,
+            _ => return Err(bad("not an exact-strategy unit".into())),
+        };
         let count = u32::from_le_bytes(take(4)?.try_into().expect("4 bytes")) as usize;
         if count == 0 || count > MAX_SUBPROBLEMS {
             return Err(bad(format!("{count} subproblems (1..={MAX_SUBPROBLEMS})")));
@@ -147,10 +167,19 @@ impl ExactUnit {
             }
             subproblems.push(sub);
         }
+        let cuts = if tag == TAG {
+            pool::decode(bytes, &mut at, cities)?
+        } else {
+            Vec::new()
+        };
         if at != bytes.len() {
             return Err(bad("trailing bytes".into()));
         }
-        Ok(ExactUnit { subproblems })
+        Ok(ExactUnit {
+            subproblems,
+            cuts,
+            lower,
+        })
     }
 
     /// A short description for people.
@@ -197,9 +226,16 @@ mod tests {
     proptest! {
         #[test]
         fn units_round_trip(subs in proptest::collection::vec(
-            proptest::collection::vec(restriction(), 0..10), 1..5)) {
-            let unit = ExactUnit { subproblems: subs };
-            prop_assert_eq!(ExactUnit::decode(&unit.encode(), 12, 9).unwrap(), unit);
+            proptest::collection::vec(restriction(), 0..10), 1..5),
+            cut_sets in proptest::collection::vec(
+                proptest::collection::btree_set(0usize..9, 1..9), 0..6),
+            lower in any::<u64>()) {
+            let cuts = cut_sets
+                .into_iter()
+                .map(|s| Cut::connectivity(s.into_iter().collect()))
+                .collect();
+            let unit = ExactUnit { subproblems: subs, cuts, lower };
+            prop_assert_eq!(ExactUnit::decode(&unit.encode(9), 12, 9).unwrap(), unit);
         }
 
         #[test]
@@ -211,10 +247,25 @@ mod tests {
     #[test]
     fn out_of_range_restrictions_are_refused() {
         let unit = ExactUnit::endpoint_class(9);
-        assert!(ExactUnit::decode(&unit.encode(), 12, 9).is_err());
-        assert!(ExactUnit::decode(&ExactUnit::endpoint_class(8).encode(), 12, 9).is_ok());
-        let mut bytes = ExactUnit::root().encode();
+        assert!(ExactUnit::decode(&unit.encode(9), 12, 9).is_err());
+        assert!(ExactUnit::decode(&ExactUnit::endpoint_class(8).encode(9), 12, 9).is_ok());
+        let mut bytes = ExactUnit::root().encode(9);
         bytes.push(0);
         assert!(ExactUnit::decode(&bytes, 12, 9).is_err());
+    }
+
+    #[test]
+    fn plain_units_still_decode() {
+        // The first encoding: tag, one subproblem with one restriction (bridge 3 <= 1).
+        let bytes = [0x47, 1, 0, 0, 0, 1, 0, 1, 3, 0, 0, 0, 1];
+        let unit = ExactUnit::decode(&bytes, 12, 9).unwrap();
+        assert_eq!(
+            unit,
+            ExactUnit::of(vec![vec![Restriction {
+                target: Target::Bridge(3),
+                upper: true,
+                value: 1
+            }]])
+        );
     }
 }
