@@ -203,12 +203,16 @@ impl Grid {
             // The first node saves a checkpoint at once.
             last_checkpoint: Mutex::new(None),
             lower: Mutex::new(unit.lower),
+            unreported: Mutex::new(false),
         };
         if ctx.bound().is_none() {
             let closure = Closure::new(&self.grid);
             let (order, _) = heuristic::best_order(&closure, heuristic_kicks(cities), 1);
             let (walk, cost) = closure.walk_of(&order);
-            hooks.improved(&walk, cost);
+            // Reported with the first LP bound (a few seconds at most), not the weak
+            // spanning-tree bound: until then this unit is the campaign's only one.
+            *hooks.best.lock().expect("poisoned") = Some((walk, cost));
+            *hooks.unreported.lock().expect("poisoned") = true;
         }
         let subtrees = match self.params.split {
             SplitMode::Root => self.params.subtrees as usize,
@@ -218,6 +222,7 @@ impl Grid {
             .split_into(subtrees)
             .run(unit)?;
         if end == SearchEnd::Stopped {
+            hooks.report_deferred();
             return Ok(UnitOutcome::Stopped);
         }
         let best = hooks.best.into_inner().expect("poisoned");
@@ -317,8 +322,24 @@ struct ContextHooks<'a> {
     ctx: &'a dyn SolveContext,
     best: Mutex<Option<(Vec<usize>, u64)>>,
     last_checkpoint: Mutex<Option<Instant>>,
-    /// The root LP bound, once a unit covering the whole problem has solved it.
+    /// The best global lower bound known (root LP, split bound, the unit's own `lower`).
     lower: Mutex<u64>,
+    /// True while `best` holds the heuristic's walk, not yet reported.
+    unreported: Mutex<bool>,
+}
+
+impl ContextHooks<'_> {
+    /// Reports the heuristic's walk if it is still waiting for a better lower bound.
+    fn report_deferred(&self) {
+        if std::mem::take(&mut *self.unreported.lock().expect("poisoned")) {
+            if let Some((walk, cost)) = self.best.lock().expect("poisoned").clone() {
+                if self.ctx.bound().is_none_or(|b| (cost as i64) < b) {
+                    let lower = *self.lower.lock().expect("poisoned");
+                    self.ctx.improve(self.grid.scored(&walk, cost, lower));
+                }
+            }
+        }
+    }
 }
 
 impl Hooks for ContextHooks<'_> {
@@ -338,6 +359,7 @@ impl Hooks for ContextHooks<'_> {
                 return;
             }
             *best = Some((walk.to_vec(), cost));
+            *self.unreported.lock().expect("poisoned") = false;
         }
         if self.ctx.bound().is_none_or(|b| (cost as i64) < b) {
             let lower = *self.lower.lock().expect("poisoned");
@@ -382,8 +404,11 @@ impl Hooks for ContextHooks<'_> {
     }
 
     fn global_bound(&self, bound: u64) {
-        let mut lower = self.lower.lock().expect("poisoned");
-        *lower = (*lower).max(bound);
+        {
+            let mut lower = self.lower.lock().expect("poisoned");
+            *lower = (*lower).max(bound);
+        }
+        self.report_deferred();
     }
 }
 
