@@ -198,6 +198,7 @@ impl Grid {
         }
         let hooks = ContextHooks {
             grid: self,
+            closure: Closure::new(&self.grid),
             ctx,
             best: Mutex::new(None),
             // The first node saves a checkpoint at once.
@@ -206,8 +207,8 @@ impl Grid {
             unreported: Mutex::new(false),
         };
         if ctx.bound().is_none() {
-            let closure = Closure::new(&self.grid);
-            let (order, _) = heuristic::best_order(&closure, heuristic_kicks(cities), 1);
+            let closure = &hooks.closure;
+            let (order, _) = heuristic::best_order(closure, heuristic_kicks(cities), 1);
             let (walk, cost) = closure.walk_of(&order);
             // Reported with the first LP bound (a few seconds at most), not the weak
             // spanning-tree bound: until then this unit is the campaign's only one.
@@ -296,6 +297,7 @@ pub fn solve_instance(
     let (walk, cost) = closure.walk_of(&order);
     let mut hooks = exact::LocalHooks::with_incumbent(walk, cost);
     hooks.time_limit = time_limit;
+    hooks.polish = Some(closure);
     let end = Search::new(grid, &hooks).run(ExactUnit::root())?;
     let (walk, cost) = hooks.best().expect("an incumbent exists");
     let (proven, nodes, root_bound) = match end {
@@ -311,6 +313,9 @@ pub fn solve_instance(
     })
 }
 
+/// Kicks of the local search that polishes each walk the branch-and-cut finds.
+pub const POLISH_KICKS: usize = 100;
+
 /// Iterated local search effort for a grid of `cities` cities.
 pub fn heuristic_kicks(cities: usize) -> usize {
     (2 * cities).clamp(50, 2000)
@@ -319,6 +324,7 @@ pub fn heuristic_kicks(cities: usize) -> usize {
 /// Connects the exact search to the worker: bound, improvements, checkpoints, stop, donation.
 struct ContextHooks<'a> {
     grid: &'a Grid,
+    closure: Closure,
     ctx: &'a dyn SolveContext,
     best: Mutex<Option<(Vec<usize>, u64)>>,
     last_checkpoint: Mutex<Option<Instant>>,
@@ -353,6 +359,11 @@ impl Hooks for ContextHooks<'_> {
     }
 
     fn improved(&self, walk: &[usize], cost: u64) {
+        let polished = heuristic::polish_walk(&self.closure, walk, cost, POLISH_KICKS);
+        let (walk, cost) = match &polished {
+            Some((better, better_cost)) => (better.as_slice(), *better_cost),
+            None => (walk, cost),
+        };
         {
             let mut best = self.best.lock().expect("poisoned");
             if best.as_ref().is_some_and(|b| b.1 <= cost) {
