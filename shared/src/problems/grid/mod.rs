@@ -4,10 +4,12 @@
 //!
 //! Two strategies:
 //! - `exact` (default): branch-and-cut on the sparse grid graph ([`exact`]), seeded by a
-//!   local-search incumbent ([`heuristic`]). Units are lists of branch-and-bound subproblems
-//!   ([`unit`]): one root unit that donates open subproblems to idle workers, or
-//!   (`--split endpoints`) one unit per smallest walk end. Finishing every unit proves the
-//!   optimum.
+//!   local-search incumbent ([`heuristic`]) that also polishes every walk the search finds.
+//!   Units are lists of branch-and-bound subproblems ([`unit`]) carrying a cut pool
+//!   ([`pool`]): one root unit that, after its root LP, splits into up to `--subtrees`
+//!   subtree units (each starting from the root's tight cuts) and keeps donating open
+//!   subproblems to idle workers, or (`--split endpoints`) one unit per smallest walk end.
+//!   Finishing every unit proves the optimum.
 //! - `tree`: the seed's best-first search over spanning trees ([`tree`]), run by the engine's
 //!   expansion units: each unit is a tree, its result is the tree's neighbours, granted best
 //!   first. A heuristic: it cannot see walks whose bridges contain a cycle.
