@@ -794,6 +794,8 @@ pub struct LocalHooks {
     best: std::sync::Mutex<Option<(Vec<usize>, u64)>>,
     /// Stop after this much time (the search then ends with [`SearchEnd::Stopped`]).
     pub time_limit: Option<Duration>,
+    /// Polish every walk found with local search on this closure.
+    pub polish: Option<super::closure::Closure>,
     started: std::sync::OnceLock<Instant>,
 }
 
@@ -817,6 +819,13 @@ impl Hooks for LocalHooks {
         self.best.lock().expect("poisoned").as_ref().map(|b| b.1)
     }
     fn improved(&self, walk: &[usize], cost: u64) {
+        let polished = self.polish.as_ref().and_then(|closure| {
+            super::heuristic::polish_walk(closure, walk, cost, super::POLISH_KICKS)
+        });
+        let (walk, cost) = match &polished {
+            Some((better, better_cost)) => (better.as_slice(), *better_cost),
+            None => (walk, cost),
+        };
         let mut best = self.best.lock().expect("poisoned");
         if best.as_ref().is_none_or(|b| cost < b.1) {
             *best = Some((walk.to_vec(), cost));

@@ -124,7 +124,6 @@ pub fn best_order(closure: &Closure, kicks: usize, seed: u64) -> (Vec<usize>, u6
         return (order, cost);
     }
     let m = Matrix::new(closure);
-    let mut rng = SplitMix64::new(seed);
     // Nearest-neighbour start from the dummy's side: begin at city 0.
     let mut tour = Vec::with_capacity(cities + 1);
     let mut used = vec![false; cities];
@@ -141,7 +140,50 @@ pub fn best_order(closure: &Closure, kicks: usize, seed: u64) -> (Vec<usize>, u6
         here = next;
     }
     tour.push(cities);
-    local_search(&mut tour, &m);
+    iterate(&m, tour, kicks, seed)
+}
+
+/// Like [`best_order`], starting from the city order `start` (every city once).
+pub fn improve_order(
+    closure: &Closure,
+    start: &[usize],
+    kicks: usize,
+    seed: u64,
+) -> (Vec<usize>, u64) {
+    let cities = closure.cities();
+    if cities <= 2 || start.len() != cities {
+        return best_order(closure, kicks, seed);
+    }
+    let mut tour = start.to_vec();
+    tour.push(cities);
+    iterate(&Matrix::new(closure), tour, kicks, seed)
+}
+
+/// A cheaper walk than `walk` (of cost `cost`), if local search from its order of first
+/// visits finds one: turns each walk the branch-and-cut finds into a heuristic start.
+pub fn polish_walk(
+    closure: &Closure,
+    walk: &[usize],
+    cost: u64,
+    kicks: usize,
+) -> Option<(Vec<usize>, u64)> {
+    let mut seen = vec![false; closure.cities()];
+    let mut order = Vec::with_capacity(closure.cities());
+    for &city in walk {
+        if !std::mem::replace(seen.get_mut(city)?, true) {
+            order.push(city);
+        }
+    }
+    let (order, _) = improve_order(closure, &order, kicks, cost);
+    let (better, better_cost) = closure.walk_of(&order);
+    (better_cost < cost).then_some((better, better_cost))
+}
+
+/// Iterated local search from `tour` (every city once, then the dummy city).
+fn iterate(m: &Matrix, mut tour: Vec<usize>, kicks: usize, seed: u64) -> (Vec<usize>, u64) {
+    let cities = m.size - 1;
+    let mut rng = SplitMix64::new(seed);
+    local_search(&mut tour, m);
     let mut best_cost = m.tour_cost(&tour);
     let mut best = tour.clone();
     let len = best.len();
@@ -164,7 +206,7 @@ pub fn best_order(closure: &Closure, kicks: usize, seed: u64) -> (Vec<usize>, u6
             kicked.extend_from_slice(&best[cuts[1]..cuts[2]]);
             kicked.extend_from_slice(&best[cuts[0]..cuts[1]]);
             kicked.extend_from_slice(&best[cuts[2]..]);
-            local_search(&mut kicked, &m);
+            local_search(&mut kicked, m);
             let cost = m.tour_cost(&kicked);
             if cost <= best_cost {
                 best_cost = cost;
@@ -198,6 +240,35 @@ mod tests {
             let (walk, walk_cost) = closure.walk_of(&order);
             assert_eq!(walk_cost, cost);
             assert_eq!(super::super::verify::walk_cost(&grid, &walk).unwrap(), cost);
+        }
+    }
+
+    #[test]
+    fn polishing_a_snake_walk_finds_a_cheaper_legal_walk() {
+        for seed in 0..10 {
+            let n = 6;
+            let grid = Instance::generate(n, seed).unwrap();
+            let closure = Closure::new(&grid);
+            // Row by row, alternating direction: a legal walk that ignores the costs.
+            let snake: Vec<usize> = (0..n)
+                .flat_map(|r| {
+                    let row: Vec<usize> = (0..n).map(|c| r * n + c).collect();
+                    if r % 2 == 0 {
+                        row
+                    } else {
+                        row.into_iter().rev().collect()
+                    }
+                })
+                .collect();
+            let cost = super::super::verify::walk_cost(&grid, &snake).unwrap();
+            let Some((walk, better)) = polish_walk(&closure, &snake, cost, 20) else {
+                panic!("seed {seed}: the snake is never a local optimum here");
+            };
+            assert!(better < cost);
+            assert_eq!(
+                super::super::verify::walk_cost(&grid, &walk).unwrap(),
+                better
+            );
         }
     }
 }

@@ -4,10 +4,12 @@
 //!
 //! Two strategies:
 //! - `exact` (default): branch-and-cut on the sparse grid graph ([`exact`]), seeded by a
-//!   local-search incumbent ([`heuristic`]). Units are lists of branch-and-bound subproblems
-//!   ([`unit`]): one root unit that donates open subproblems to idle workers, or
-//!   (`--split endpoints`) one unit per smallest walk end. Finishing every unit proves the
-//!   optimum.
+//!   local-search incumbent ([`heuristic`]) that also polishes every walk the search finds.
+//!   Units are lists of branch-and-bound subproblems ([`unit`]) carrying a cut pool
+//!   ([`pool`]): one root unit that, after its root LP, splits into up to `--subtrees`
+//!   subtree units (each starting from the root's tight cuts) and keeps donating open
+//!   subproblems to idle workers, or (`--split endpoints`) one unit per smallest walk end.
+//!   Finishing every unit proves the optimum.
 //! - `tree`: the seed's best-first search over spanning trees ([`tree`]), run by the engine's
 //!   expansion units: each unit is a tree, its result is the tree's neighbours, granted best
 //!   first. A heuristic: it cannot see walks whose bridges contain a cycle.
@@ -198,17 +200,22 @@ impl Grid {
         }
         let hooks = ContextHooks {
             grid: self,
+            closure: Closure::new(&self.grid),
             ctx,
             best: Mutex::new(None),
             // The first node saves a checkpoint at once.
             last_checkpoint: Mutex::new(None),
             lower: Mutex::new(unit.lower),
+            unreported: Mutex::new(false),
         };
         if ctx.bound().is_none() {
-            let closure = Closure::new(&self.grid);
-            let (order, _) = heuristic::best_order(&closure, heuristic_kicks(cities), 1);
+            let closure = &hooks.closure;
+            let (order, _) = heuristic::best_order(closure, heuristic_kicks(cities), 1);
             let (walk, cost) = closure.walk_of(&order);
-            hooks.improved(&walk, cost);
+            // Reported with the first LP bound (a few seconds at most), not the weak
+            // spanning-tree bound: until then this unit is the campaign's only one.
+            *hooks.best.lock().expect("poisoned") = Some((walk, cost));
+            *hooks.unreported.lock().expect("poisoned") = true;
         }
         let subtrees = match self.params.split {
             SplitMode::Root => self.params.subtrees as usize,
@@ -218,6 +225,7 @@ impl Grid {
             .split_into(subtrees)
             .run(unit)?;
         if end == SearchEnd::Stopped {
+            hooks.report_deferred();
             return Ok(UnitOutcome::Stopped);
         }
         let best = hooks.best.into_inner().expect("poisoned");
@@ -291,6 +299,7 @@ pub fn solve_instance(
     let (walk, cost) = closure.walk_of(&order);
     let mut hooks = exact::LocalHooks::with_incumbent(walk, cost);
     hooks.time_limit = time_limit;
+    hooks.polish = Some(closure);
     let end = Search::new(grid, &hooks).run(ExactUnit::root())?;
     let (walk, cost) = hooks.best().expect("an incumbent exists");
     let (proven, nodes, root_bound) = match end {
@@ -306,6 +315,9 @@ pub fn solve_instance(
     })
 }
 
+/// Kicks of the local search that polishes each walk the branch-and-cut finds.
+pub const POLISH_KICKS: usize = 100;
+
 /// Iterated local search effort for a grid of `cities` cities.
 pub fn heuristic_kicks(cities: usize) -> usize {
     (2 * cities).clamp(50, 2000)
@@ -314,11 +326,28 @@ pub fn heuristic_kicks(cities: usize) -> usize {
 /// Connects the exact search to the worker: bound, improvements, checkpoints, stop, donation.
 struct ContextHooks<'a> {
     grid: &'a Grid,
+    closure: Closure,
     ctx: &'a dyn SolveContext,
     best: Mutex<Option<(Vec<usize>, u64)>>,
     last_checkpoint: Mutex<Option<Instant>>,
-    /// The root LP bound, once a unit covering the whole problem has solved it.
+    /// The best global lower bound known (root LP, split bound, the unit's own `lower`).
     lower: Mutex<u64>,
+    /// True while `best` holds the heuristic's walk, not yet reported.
+    unreported: Mutex<bool>,
+}
+
+impl ContextHooks<'_> {
+    /// Reports the heuristic's walk if it is still waiting for a better lower bound.
+    fn report_deferred(&self) {
+        if std::mem::take(&mut *self.unreported.lock().expect("poisoned")) {
+            if let Some((walk, cost)) = self.best.lock().expect("poisoned").clone() {
+                if self.ctx.bound().is_none_or(|b| (cost as i64) < b) {
+                    let lower = *self.lower.lock().expect("poisoned");
+                    self.ctx.improve(self.grid.scored(&walk, cost, lower));
+                }
+            }
+        }
+    }
 }
 
 impl Hooks for ContextHooks<'_> {
@@ -332,12 +361,18 @@ impl Hooks for ContextHooks<'_> {
     }
 
     fn improved(&self, walk: &[usize], cost: u64) {
+        let polished = heuristic::polish_walk(&self.closure, walk, cost, POLISH_KICKS);
+        let (walk, cost) = match &polished {
+            Some((better, better_cost)) => (better.as_slice(), *better_cost),
+            None => (walk, cost),
+        };
         {
             let mut best = self.best.lock().expect("poisoned");
             if best.as_ref().is_some_and(|b| b.1 <= cost) {
                 return;
             }
             *best = Some((walk.to_vec(), cost));
+            *self.unreported.lock().expect("poisoned") = false;
         }
         if self.ctx.bound().is_none_or(|b| (cost as i64) < b) {
             let lower = *self.lower.lock().expect("poisoned");
@@ -382,8 +417,11 @@ impl Hooks for ContextHooks<'_> {
     }
 
     fn global_bound(&self, bound: u64) {
-        let mut lower = self.lower.lock().expect("poisoned");
-        *lower = (*lower).max(bound);
+        {
+            let mut lower = self.lower.lock().expect("poisoned");
+            *lower = (*lower).max(bound);
+        }
+        self.report_deferred();
     }
 }
 

@@ -12,6 +12,9 @@ use crate::problem::ProblemError;
 
 /// Most cuts one payload may carry.
 pub const MAX_CUTS: usize = 1 << 16;
+/// Most set members (summed over every set of every cut) one payload may carry: a bitset
+/// expands eightfold and more, so the payload's length alone does not bound the memory.
+pub const MAX_MEMBERS: usize = 1 << 22;
 
 /// A valid inequality: the cut values of `sets` (sorted sets of cities) sum to at least `rhs`.
 #[derive(Clone, Debug, PartialEq)]
@@ -164,6 +167,7 @@ pub fn decode(bytes: &[u8], at: &mut usize, cities: usize) -> Result<Vec<Cut>, P
         return Err(bad(format!("{count} cuts (at most {MAX_CUTS})")));
     }
     let bitset_len = cities.div_ceil(8);
+    let mut members = 0usize;
     let mut cuts = Vec::with_capacity(count.min(1024));
     for _ in 0..count {
         let set_count = u16::from_le_bytes(take(2)?.try_into().expect("2 bytes")) as usize;
@@ -188,6 +192,10 @@ pub fn decode(bytes: &[u8], at: &mut usize, cities: usize) -> Result<Vec<Cut>, P
                 }
                 kind => return Err(bad(format!("unknown set kind {kind}"))),
             };
+            members += set.len();
+            if members > MAX_MEMBERS {
+                return Err(bad(format!("more than {MAX_MEMBERS} set members")));
+            }
             sets.push(set);
         }
         let cut = if set_count == 1 {
@@ -258,6 +266,20 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn payloads_expanding_past_the_member_cap_are_refused() {
+        let cities = 1024;
+        let big = Cut::connectivity((0..cities - 1).collect());
+        let under = vec![big.clone(); MAX_MEMBERS / (cities - 1)];
+        let mut bytes = Vec::new();
+        encode(&under, cities, &mut bytes);
+        assert!(decode(&bytes, &mut 0, cities).is_ok());
+        let over = vec![big; MAX_MEMBERS / (cities - 1) + 1];
+        let mut bytes = Vec::new();
+        encode(&over, cities, &mut bytes);
+        assert!(decode(&bytes, &mut 0, cities).is_err());
     }
 
     #[test]

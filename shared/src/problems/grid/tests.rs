@@ -429,12 +429,17 @@ fn whole_problem_solutions_carry_the_root_bound() {
         let problem = campaign(json!({"size": 6, "seed": seed}));
         let solved = solve_instance(problem.instance(), None).unwrap();
         let tree_bound = Tree::minimum(problem.instance()).weight(problem.instance());
+        let ctx = LocalContext::default();
         let outcome = problem
-            .solve(
-                &ExactUnit::root().encode(problem.instance().cities()),
-                &LocalContext::default(),
-            )
+            .solve(&ExactUnit::root().encode(problem.instance().cities()), &ctx)
             .unwrap();
+        // Every walk reported on the way (the heuristic's first) states at least the root
+        // LP bound, never only the spanning tree's.
+        for found in ctx.improvements() {
+            let lower = found.solution["lower_bound"].as_u64().unwrap();
+            let root = solved.root_bound.unwrap();
+            assert!(lower >= root.min(found.score as u64), "seed {seed}");
+        }
         let UnitOutcome::Searched {
             best: Some(best), ..
         } = outcome
