@@ -2,7 +2,9 @@
 //! annealing: a move that loses d flips is kept with probability exp(-d / T), the
 //! temperature T falling linearly to 0 over the budget (so the unit ends as a plain hill
 //! climb). The starting temperature is drawn per unit from the seed, between 1% and 100% of
-//! the mean flips per head, so the units of a round explore at different depths. The result
+//! the mean flips per head, so the units of a round explore at different depths; it is
+//! scaled down when the budget is under 100 moves a head (large n), since a short walk
+//! cannot cool back from a hot start. The result
 //! depends on the payload only (never on the bound or on timing): the best deck found above
 //! the incumbent, even when another unit already did better. A checkpoint holds the whole
 //! climb state (moves done, generator, current and best heads), so a resumed unit ends
@@ -46,8 +48,9 @@ impl Heuristic {
         let start_flips = start.flips();
         // The starting temperature: its own generator, so it does not shift the moves.
         let mut draw = Rng(!unit.seed);
-        let per_head = start_flips as f64 / movable as f64;
-        let hot = per_head * 10f64.powf(-2.0 * draw.below(1 << 20) as f64 / f64::from(1 << 20));
+        let hottest = start_flips as f64 / movable as f64
+            * (unit.to as f64 / (100.0 * movable as f64)).min(1.0);
+        let hot = hottest * 10f64.powf(-2.0 * draw.below(1 << 20) as f64 / f64::from(1 << 20));
         let mut climb = match ctx.resume_cursor() {
             None => Climb {
                 done: 0,
