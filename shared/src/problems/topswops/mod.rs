@@ -74,7 +74,8 @@ impl ProblemDef for Topswops {
     const NAME: &'static str = "topswops";
     const ABOUT: &'static str =
         "exact maximum flips f(n) of Conway's Topswops, or every deck reaching --target";
-    const SOLVER_VERSION: u32 = 1;
+    // 2: heuristic campaigns go on with climb rounds after polishing.
+    const SOLVER_VERSION: u32 = 2;
     type Params = TopswopsParams;
 
     fn from_params(mut params: TopswopsParams) -> Result<Self, ProblemError> {

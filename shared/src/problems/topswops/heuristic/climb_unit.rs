@@ -1,8 +1,14 @@
-//! One climb unit: `budget` seeded moves from the round's incumbent, each kept when it loses
-//! nothing. The result depends on the payload only (never on the bound or on timing): the
-//! best deck found above the incumbent, even when another unit already did better. A
-//! checkpoint holds the whole climb state (moves done, generator, current and best heads),
-//! so a resumed unit ends exactly like an uninterrupted one.
+//! One climb unit: `budget` seeded moves from the round's incumbent under simulated
+//! annealing: a move that loses d flips is kept with probability exp(-d / T), the
+//! temperature T falling linearly to 0 over the budget (so the unit ends as a plain hill
+//! climb). The starting temperature is drawn per unit from the seed, between 1% and 100% of
+//! the mean flips per head, so the units of a round explore at different depths; it is
+//! scaled down when the budget is under 100 moves a head (large n), since a short walk
+//! cannot cool back from a hot start. The result
+//! depends on the payload only (never on the bound or on timing): the best deck found above
+//! the incumbent, even when another unit already did better. A checkpoint holds the whole
+//! climb state (moves done, generator, current and best heads), so a resumed unit ends
+//! exactly like an uninterrupted one.
 
 use super::climb::Climber;
 use super::codec::{Reader, Writer};
@@ -40,6 +46,11 @@ impl Heuristic {
         let moving = &unit.heads[..movable];
         let start = Climber::new(self.kernel, self.n, moving).map_err(|e| bad(&e))?;
         let start_flips = start.flips();
+        // The starting temperature: its own generator, so it does not shift the moves.
+        let mut draw = Rng(!unit.seed);
+        let hottest = start_flips as f64 / movable as f64
+            * (unit.to as f64 / (100.0 * movable as f64)).min(1.0);
+        let hot = hottest * 10f64.powf(-2.0 * draw.below(1 << 20) as f64 / f64::from(1 << 20));
         let mut climb = match ctx.resume_cursor() {
             None => Climb {
                 done: 0,
@@ -58,7 +69,12 @@ impl Heuristic {
         };
         while climb.done < unit.to {
             let mv = Move::random(&mut climb.rng, movable).ok_or_else(|| bad("no move"))?;
-            let flips = climb.climber.try_move(&mv);
+            // Keep the move if it loses at most T * ln(1/u) flips (u uniform in (0, 1]).
+            let temperature = hot * (1.0 - climb.done as f64 / unit.to as f64);
+            let u = (climb.rng.below(1 << 30) + 1) as f64 / f64::from(1 << 30);
+            let slack = (temperature * -u.ln()) as u64;
+            let floor = climb.climber.flips().saturating_sub(slack);
+            let flips = climb.climber.try_move(&mv, floor);
             climb.done += 1;
             if flips > climb.best.as_ref().map_or(start_flips, |(f, _)| *f) {
                 climb.best = Some((flips, climb.climber.heads().to_vec()));

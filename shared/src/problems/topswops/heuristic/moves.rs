@@ -1,5 +1,6 @@
 //! Moves of the climb phase on the heads that reach the top (the unique heads before 1):
-//! shift one head from position i to position j, swap two heads, reverse a short segment.
+//! shift one head from position i to position j, move a short segment (of heads grown
+//! together) elsewhere, swap two heads, reverse a short segment.
 //! Any reordering of those heads is again a valid heads sequence (the same values reach the
 //! top, 1 still ends the game), so every move keeps a genuine deck. Moves are drawn from a
 //! small seeded generator written here, so a unit's moves depend on its seed only (same on
@@ -43,17 +44,54 @@ pub enum Move {
     Swap { a: usize, b: usize },
     /// Reverse the `len` heads starting at `start`.
     Reverse { start: usize, len: usize },
+    /// Rotate the heads `start..end` left by `by` (a segment moved past its neighbours).
+    Rotate { start: usize, end: usize, by: usize },
 }
 
 impl Move {
-    /// A random move on `movable` heads (`None` when fewer than 2): a third each of shifts,
-    /// swaps and reversals; shifts and swaps are near (within [`MAX_SEGMENT`]) or anywhere
-    /// with equal odds.
+    /// A random move on `movable` heads (`None` when fewer than 2): a quarter each of
+    /// shifts, swaps, reversals and segment moves; shifts and swaps are near (within
+    /// [`MAX_SEGMENT`]) or anywhere with equal odds, segments go anywhere.
     pub fn random(rng: &mut Rng, movable: usize) -> Option<Move> {
         if movable < 2 {
             return None;
         }
-        let kind = rng.below(3);
+        let kind = rng.below(4);
+        if kind == 3 {
+            // A segment of 1..=MAX_SEGMENT heads (fewer if short) moved before or after
+            // the heads between it and its new place.
+            let len = 1 + rng.below(MAX_SEGMENT.min(movable - 1));
+            let start = rng.below(movable - len + 1);
+            let end = start + len;
+            let place = rng.below(movable - len + 1);
+            return Some(if place > start {
+                // Moved right past the next `place - start` heads.
+                Move::Rotate {
+                    start,
+                    end: place + len,
+                    by: len,
+                }
+            } else if place < start {
+                // Moved left before the `start - place` heads in front of it.
+                Move::Rotate {
+                    start: place,
+                    end,
+                    by: start - place,
+                }
+            } else if end < movable {
+                Move::Rotate {
+                    start,
+                    end: end + 1,
+                    by: len,
+                }
+            } else {
+                Move::Rotate {
+                    start: start - 1,
+                    end,
+                    by: 1,
+                }
+            });
+        }
         if kind == 2 {
             let len = 2 + rng.below(MAX_SEGMENT.min(movable) - 1);
             let start = rng.below(movable - len + 1);
@@ -100,6 +138,7 @@ impl Move {
             Move::Shift { from, to } => from.min(to),
             Move::Swap { a, .. } => a,
             Move::Reverse { start, .. } => start,
+            Move::Rotate { start, .. } => start,
         }
     }
 
@@ -110,6 +149,7 @@ impl Move {
             Move::Shift { from, to } => heads[to..=from].rotate_right(1),
             Move::Swap { a, b } => heads.swap(a, b),
             Move::Reverse { start, len } => heads[start..start + len].reverse(),
+            Move::Rotate { start, end, by } => heads[start..end].rotate_left(by),
         }
     }
 
@@ -117,6 +157,7 @@ impl Move {
     pub fn undo(&self, heads: &mut [Card]) {
         match *self {
             Move::Shift { from, to } => Move::Shift { from: to, to: from }.apply(heads),
+            Move::Rotate { start, end, by } => heads[start..end].rotate_right(by),
             other => other.apply(heads),
         }
     }
@@ -141,6 +182,14 @@ mod tests {
         assert_eq!(heads, vec![5, 4, 3, 2, 6, 1]);
         Move::Swap { a: 0, b: 4 }.apply(&mut heads);
         assert_eq!(heads, vec![6, 4, 3, 2, 5, 1]);
+        // The segment 4 3 moved past 2 5.
+        Move::Rotate {
+            start: 1,
+            end: 5,
+            by: 2,
+        }
+        .apply(&mut heads);
+        assert_eq!(heads, vec![6, 2, 5, 4, 3, 1]);
     }
 
     #[test]
