@@ -11,18 +11,6 @@ use tonic::Code;
 
 const LONG: Duration = Duration::from_secs(120);
 
-/// Flips of a deck by plain replay (an independent check of the coordinator's verifier).
-fn replay(deck: &[u64]) -> u64 {
-    let mut deck: Vec<u64> = deck.to_vec();
-    let mut flips = 0;
-    while deck[0] != 1 {
-        let k = deck[0] as usize;
-        deck[..k].reverse();
-        flips += 1;
-    }
-    flips
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_workers_find_and_prove_the_maximum_and_every_optimal_deck() {
     let dir = tempfile::tempdir().unwrap();
@@ -40,7 +28,7 @@ async fn two_workers_find_and_prove_the_maximum_and_every_optimal_deck() {
     assert!(done.proven);
     let solution: serde_json::Value = serde_json::from_str(&done.solution_json).unwrap();
     let deck: Vec<u64> = serde_json::from_value(solution["deck"].clone()).unwrap();
-    assert_eq!(replay(&deck), 30);
+    assert_eq!(topswops_flips(&deck), 30);
     assert!(done.best_provenance.is_some());
 
     let done = wait_finished(&mut admin, prove, LONG).await;
@@ -54,7 +42,7 @@ async fn two_workers_find_and_prove_the_maximum_and_every_optimal_deck() {
     let mut brute = Vec::new();
     let mut deck: Vec<u64> = (1..=8).collect();
     permutations(&mut deck, 0, &mut |d| {
-        if replay(d) == 22 {
+        if topswops_flips(d) == 22 {
             brute.push(d.to_vec());
         }
     });

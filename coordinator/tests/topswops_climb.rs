@@ -10,18 +10,6 @@ use std::time::Duration;
 
 const LONG: Duration = Duration::from_secs(240);
 
-/// Flips of a deck by plain replay (independent of the coordinator's verifier).
-fn replay(deck: &[usize]) -> u64 {
-    let mut deck = deck.to_vec();
-    let mut flips = 0;
-    while deck[0] != 1 {
-        let k = deck[0];
-        deck[..k].reverse();
-        flips += 1;
-    }
-    flips
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn climb_rounds_are_replicated_identically_and_improve_the_start() {
     let dir = tempfile::tempdir().unwrap();
@@ -42,13 +30,13 @@ async fn climb_rounds_are_replicated_identically_and_improve_the_start() {
     assert_eq!(done.state, "done");
     let solution: Value = serde_json::from_str(&done.solution_json).unwrap();
     let deck: Vec<usize> = serde_json::from_value(solution["deck"].clone()).unwrap();
-    assert_eq!(replay(&deck).to_string(), done.value);
+    assert_eq!(topswops_flips(&deck).to_string(), done.value);
     // The start: unique heads 2, 3, ..., 40, then 1 (built here with the shared crate's
     // bijection, scored by the replay above).
     let heads: Vec<u16> = (2..=40).chain([1]).collect();
     let start = grind_shared::problems::topswops::heads::to_deck(&heads).unwrap();
     let start: Vec<usize> = start.iter().map(|&c| c as usize).collect();
-    assert!(done.value.parse::<u64>().unwrap() > replay(&start));
+    assert!(done.value.parse::<u64>().unwrap() > topswops_flips(&start));
     let params: Value = serde_json::from_str(&done.params_json).unwrap();
     assert_eq!(params["strategy"], "climb");
     assert_eq!(

@@ -20,18 +20,6 @@ fn primes() -> Vec<usize> {
         .collect()
 }
 
-/// Flips of a deck by plain replay (independent of the coordinator's verifier).
-fn replay(deck: &[usize]) -> u64 {
-    let mut deck = deck.to_vec();
-    let mut flips = 0;
-    while deck[0] != 1 {
-        let k = deck[0];
-        deck[..k].reverse();
-        flips += 1;
-    }
-    flips
-}
-
 /// Runs `grind contest ...` against `url`, returning stdout; panics on failure.
 fn contest(url: &str, args: &[&str]) -> String {
     let out = Command::new(grind_bin())
@@ -148,7 +136,7 @@ async fn primes_entry_is_filled_scored_exported_and_imported() {
         let mut sorted = deck.clone();
         sorted.sort_unstable();
         assert_eq!(sorted, (1..=deck.len()).collect::<Vec<_>>());
-        let flips = replay(deck);
+        let flips = topswops_flips(deck);
         assert!(flips as f64 >= before["value"].as_f64().unwrap());
         exported.push(flips);
     }
@@ -224,5 +212,5 @@ async fn a_heuristic_campaign_resumes_after_a_coordinator_restart() {
     let solution: Value = serde_json::from_str(&later.solution_json).unwrap();
     let deck: Vec<usize> = serde_json::from_value(solution["deck"].clone()).unwrap();
     assert_eq!(deck.len(), 400);
-    assert_eq!(replay(&deck).to_string(), later.value);
+    assert_eq!(topswops_flips(&deck).to_string(), later.value);
 }

@@ -232,6 +232,24 @@ pub async fn register(client: &mut WorkerClient<Channel>, name: &str) -> i64 {
         .worker_id
 }
 
+/// Topswops flips of a deck by plain replay (independent of the coordinator's verifier).
+pub fn topswops_flips<T: Copy + TryInto<usize>>(deck: &[T]) -> u64 {
+    let mut deck: Vec<usize> = deck
+        .iter()
+        .map(|&card| {
+            card.try_into()
+                .unwrap_or_else(|_| panic!("card out of range"))
+        })
+        .collect();
+    let mut flips = 0;
+    while deck[0] != 1 {
+        let k = deck[0];
+        deck[..k].reverse();
+        flips += 1;
+    }
+    flips
+}
+
 /// Leases exactly one unit for a raw worker (fails the test when none is granted).
 pub async fn lease_one(client: &mut WorkerClient<Channel>, worker: i64) -> pb::LeaseGrant {
     let mut reply = client

@@ -425,20 +425,17 @@ impl<'a> Search<'a> {
         })
     }
 
+    /// The LP point's x (bridge) and y values, in model order.
+    fn lp_point(&self, solution: &Solution) -> (Vec<f64>, Vec<f64>) {
+        let values = |vars: &[Variable]| -> Vec<f64> {
+            vars.iter().map(|&v| solution.var_value(v)).collect()
+        };
+        (values(&self.model.x), values(&self.model.y))
+    }
+
     /// The pool's cuts that hold with equality at the LP point.
     fn tight_cuts(&mut self, solution: &Solution) -> Vec<Cut> {
-        let xs: Vec<f64> = self
-            .model
-            .x
-            .iter()
-            .map(|&v| solution.var_value(v))
-            .collect();
-        let ys: Vec<f64> = self
-            .model
-            .y
-            .iter()
-            .map(|&v| solution.var_value(v))
-            .collect();
+        let (xs, ys) = self.lp_point(solution);
         let mut tight = Vec::new();
         for cut in &self.pool {
             if cut.value(self.grid, &mut self.inside, &xs, &ys) < cut.rhs + 1e-4 {
@@ -499,18 +496,7 @@ impl<'a> Search<'a> {
     /// (when the point is connected) blossom combs.
     fn violated_cuts(&mut self, solution: &Solution) -> Vec<Cut> {
         let cities = self.grid.cities();
-        let xs: Vec<f64> = self
-            .model
-            .x
-            .iter()
-            .map(|&v| solution.var_value(v))
-            .collect();
-        let ys: Vec<f64> = self
-            .model
-            .y
-            .iter()
-            .map(|&v| solution.var_value(v))
-            .collect();
+        let (xs, ys) = self.lp_point(solution);
         let mut found: Vec<Cut> = Vec::new();
         for cut in &self.pool {
             if cut.value(self.grid, &mut self.inside, &xs, &ys) < cut.rhs - EPS {
