@@ -123,7 +123,8 @@ impl ProblemDef for Grid {
     const NAME: &'static str = "grid";
     const ABOUT: &'static str =
         "Mikero's grid puzzle: the cheapest walk visiting every city of a grid, proven";
-    const SOLVER_VERSION: u32 = 1;
+    /// 2: units carry a cut pool and a bound (workers of version 1 cannot read them).
+    const SOLVER_VERSION: u32 = 2;
     type Params = GridParams;
 
     fn from_params(mut params: GridParams) -> Result<Self, ProblemError> {
