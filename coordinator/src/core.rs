@@ -181,8 +181,12 @@ impl Coordinator {
     /// have been down), then expires what is overdue; campaigns of an older solver version
     /// continue with this binary's solver (see [`crate::upgrade`]).
     pub async fn start(&self) -> Result<(), Error> {
-        self.write(scheduler::grace_after_restart).await?;
-        let upgraded = self.write(crate::upgrade::upgrade_solver_versions).await?;
+        let upgraded = self
+            .write(|ctx| {
+                scheduler::grace_after_restart(ctx)?;
+                crate::upgrade::upgrade_solver_versions(ctx)
+            })
+            .await?;
         for (campaign, from, to) in upgraded {
             tracing::info!("campaign {campaign}: solver version {from} -> {to}; older results keep their label");
         }
