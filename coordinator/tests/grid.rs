@@ -176,7 +176,6 @@ async fn the_tree_strategy_runs_through_expansion_units() {
 async fn a_grid_campaign_resumes_after_a_coordinator_restart() {
     let dir = tempfile::tempdir().unwrap();
     let mut coord = start_coordinator(dir.path(), 3_000, &[]);
-    let addr = coord.url.trim_start_matches("http://").to_string();
     let mut admin_client = admin(&coord.url).await;
     let campaign = create(
         &mut admin_client,
@@ -196,7 +195,7 @@ async fn a_grid_campaign_resumes_after_a_coordinator_restart() {
     )
     .await;
     coord.proc.kill();
-    let coord = start_coordinator_on(coord.db.clone(), &addr, 3_000, &[]);
+    let coord = coord.start_again();
     let mut admin_client = admin(&coord.url).await;
     let done = wait_finished(&mut admin_client, campaign, LONG).await;
     assert_eq!(done.state, "done");
@@ -219,7 +218,6 @@ async fn a_grid_campaign_resumes_after_a_coordinator_restart() {
 async fn a_root_split_campaign_survives_coordinator_and_worker_restarts() {
     let dir = tempfile::tempdir().unwrap();
     let mut coord = start_coordinator(dir.path(), 3_000, &[]);
-    let addr = coord.url.trim_start_matches("http://").to_string();
     let mut admin_client = admin(&coord.url).await;
     // 10x10 seed 4 needs a few hundred branch-and-cut nodes: the root unit splits into
     // subtree units after its first nodes, and they spread over both workers.
@@ -246,7 +244,7 @@ async fn a_root_split_campaign_survives_coordinator_and_worker_restarts() {
     w2.kill();
     coord.proc.kill();
     assert_eq!(before.state, "running", "killed mid-campaign");
-    let coord = start_coordinator_on(coord.db.clone(), &addr, 3_000, &[]);
+    let coord = coord.start_again();
     let _w2 = start_worker(&coord.url, "w2", 1);
     let mut admin_client = admin(&coord.url).await;
     let done = wait_finished(&mut admin_client, campaign, LONG).await;

@@ -109,7 +109,6 @@ async fn a_worker_killed_mid_lease_loses_nothing() {
 async fn the_coordinator_killed_and_restarted_finishes_with_the_identical_answer() {
     let dir = tempfile::tempdir().unwrap();
     let mut coord = start_coordinator(dir.path(), 3_000, &[]);
-    let addr = coord.url.trim_start_matches("http://").to_string();
     let mut admin_client = admin(&coord.url).await;
     let campaign = create(
         &mut admin_client,
@@ -129,7 +128,7 @@ async fn the_coordinator_killed_and_restarted_finishes_with_the_identical_answer
     )
     .await;
     coord.proc.kill();
-    let coord = start_coordinator_on(coord.db.clone(), &addr, 3_000, &[]);
+    let coord = coord.start_again();
     let mut admin_client = admin(&coord.url).await;
     let done = wait_finished(&mut admin_client, campaign, LONG).await;
     assert_eq!(done.state, "done");
@@ -143,7 +142,6 @@ async fn the_coordinator_killed_and_restarted_finishes_with_the_identical_answer
 async fn a_result_finished_while_the_coordinator_was_down_is_delivered_afterwards() {
     let dir = tempfile::tempdir().unwrap();
     let mut coord = start_coordinator(dir.path(), 5_000, &[]);
-    let addr = coord.url.trim_start_matches("http://").to_string();
     let mut admin_client = admin(&coord.url).await;
     let campaign = create(
         &mut admin_client,
@@ -167,7 +165,7 @@ async fn a_result_finished_while_the_coordinator_was_down_is_delivered_afterward
         async move { log.contains("finished in").then_some(()) }
     })
     .await;
-    let coord = start_coordinator_on(coord.db.clone(), &addr, 5_000, &[]);
+    let coord = coord.start_again();
     let mut admin_client = admin(&coord.url).await;
     let done = wait_finished(&mut admin_client, campaign, LONG).await;
     assert_eq!(done.state, "done");

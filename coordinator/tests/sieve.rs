@@ -127,13 +127,12 @@ async fn a_family_of_n_is_proven_by_two_workers() {
 async fn a_family_resumes_after_a_coordinator_restart() {
     let dir = tempfile::tempdir().unwrap();
     let mut coord = start_coordinator(dir.path(), 3_000, &[]);
-    let addr = coord.url.trim_start_matches("http://").to_string();
     let mut admin_client = admin(&coord.url).await;
     let ids = create_family(&mut admin_client, 60, 80).await;
     assert_eq!(ids.len(), 21);
     // Nothing runs before the restart: the family and its split state must survive it.
     coord.proc.kill();
-    let mut coord = start_coordinator_on(coord.db.clone(), &addr, 3_000, &[]);
+    let mut coord = coord.start_again();
     let admin_client = admin(&coord.url).await;
     let mut w1 = start_worker(&coord.url, "w1", 1);
     let _w2 = start_worker(&coord.url, "w2", 1);
@@ -148,7 +147,7 @@ async fn a_family_resumes_after_a_coordinator_restart() {
     .await;
     coord.proc.kill();
     w1.kill();
-    let coord = start_coordinator_on(coord.db.clone(), &addr, 3_000, &[]);
+    let coord = coord.start_again();
     let mut admin_client = admin(&coord.url).await;
     let _w3 = start_worker(&coord.url, "w3", 1);
     check_all_proven(&mut admin_client, &ids).await;

@@ -22,7 +22,6 @@ async fn a_campaign_resumed_by_a_newer_solver_keeps_and_labels_the_older_results
     assert!(current > OLD);
     let dir = tempfile::tempdir().unwrap();
     let mut coord = start_coordinator(dir.path(), 5_000, &[]);
-    let addr = coord.url.trim_start_matches("http://").to_string();
     let mut admin_client = admin(&coord.url).await;
     let campaign = create(
         &mut admin_client,
@@ -69,7 +68,7 @@ async fn a_campaign_resumed_by_a_newer_solver_keeps_and_labels_the_older_results
     }
 
     // The new grind resumes it.
-    let coord = start_coordinator_on(coord.db.clone(), &addr, 5_000, &[]);
+    let coord = coord.start_again();
     let mut admin_client = admin(&coord.url).await;
     let _worker = start_worker(&coord.url, "new", 1);
     let done = wait_finished(&mut admin_client, campaign, LONG).await;

@@ -149,6 +149,19 @@ pub struct Coordinator {
     pub ttl_ms: u64,
 }
 
+impl Coordinator {
+    /// Its `host:port`.
+    pub fn addr(&self) -> &str {
+        self.url.trim_start_matches("http://")
+    }
+
+    /// A new coordinator on the same database, address and lease time (after this one was
+    /// killed: a restart).
+    pub fn start_again(&self) -> Coordinator {
+        start_coordinator_on(self.db.clone(), self.addr(), self.ttl_ms, &[])
+    }
+}
+
 /// Starts `grind serve` on a free loopback port with a short lease time.
 pub fn start_coordinator(dir: &Path, ttl_ms: u64, extra: &[&str]) -> Coordinator {
     start_coordinator_on(dir.join("grind.db"), "127.0.0.1:0", ttl_ms, extra)
