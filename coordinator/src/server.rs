@@ -178,7 +178,10 @@ mod tests {
         let client = tokio::spawn(TcpStream::connect(address));
         let mut accepted = std::pin::pin!(incoming(listener));
         let stream = accepted.next().await.unwrap().unwrap();
-        assert!(stream.nodelay().unwrap(), "an accepted stream keeps Nagle's algorithm on");
+        assert!(
+            stream.nodelay().unwrap(),
+            "an accepted stream keeps Nagle's algorithm on"
+        );
         client.await.unwrap().unwrap();
     }
 }
