@@ -146,6 +146,12 @@ impl Rig {
             .unwrap();
     }
 
+    /// A campaign's state and value.
+    async fn state_and_value(&self, campaign: i64) -> (String, String) {
+        let status = self.coordinator.campaign(campaign).await.unwrap();
+        (status.state, status.value)
+    }
+
     async fn units(&self, campaign: i64) -> pb::UnitCounts {
         self.coordinator
             .campaign(campaign)
@@ -206,10 +212,9 @@ async fn a_unit_that_keeps_failing_is_marked_failed_and_can_be_retried() {
     let grant = rig.lease(worker, 1).await.remove(0);
     let reply = rig.complete(worker, &grant, count("25")).await.unwrap();
     assert!(reply.accepted);
-    let status = rig.coordinator.campaign(campaign).await.unwrap();
     assert_eq!(
-        (status.state.as_str(), status.value.as_str()),
-        ("done", "25")
+        rig.state_and_value(campaign).await,
+        ("done".into(), "25".into())
     );
 }
 
@@ -410,10 +415,9 @@ async fn a_donation_turns_part_of_a_unit_into_new_units() {
         };
         rig.complete(worker, &part, count(value)).await.unwrap();
     }
-    let status = rig.coordinator.campaign(campaign).await.unwrap();
     assert_eq!(
-        (status.state.as_str(), status.value.as_str()),
-        ("done", "25")
+        rig.state_and_value(campaign).await,
+        ("done".into(), "25".into())
     );
 }
 
