@@ -14,7 +14,9 @@ use tonic::transport::Channel;
 /// A coordinator process on a database in its own temporary directory, with an admin client.
 pub struct Cluster {
     // Fields drop in order: the coordinator is killed before its directory is removed.
+    /// The `grind serve` process, its address and database.
     pub coord: Coordinator,
+    /// An admin client connected to it (reconnected after a restart).
     pub admin: AdminClient<Channel>,
     dir: tempfile::TempDir,
 }

@@ -106,7 +106,9 @@ pub fn assert_refused<R: std::fmt::Debug>(answer: Result<R, Status>, code: Code)
 /// A worker identity played call by call over a raw client: every call names `id` as the
 /// worker, so a client may also pose as someone else's identity.
 pub struct RawWorker<T = Channel> {
+    /// The worker client the calls go through.
     pub client: WorkerClient<T>,
+    /// The worker id every call names.
     pub id: i64,
 }
 
