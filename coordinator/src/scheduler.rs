@@ -10,6 +10,7 @@ use grind_proto::v1 as pb;
 use grind_shared::count::add_counts;
 use grind_shared::problem::Objective;
 use grind_shared::registry;
+use grind_shared::rng::splitmix64;
 use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::{json, Value};
 
@@ -1711,12 +1712,4 @@ pub fn replicate(seed: i64, unit_id: i64, rate: f64) -> bool {
     }
     let draw = splitmix64(seed as u64 ^ (unit_id as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
     (draw >> 11) as f64 / (1u64 << 53) as f64 <= rate
-}
-
-/// The splitmix64 mixing function.
-pub fn splitmix64(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
 }
