@@ -14,6 +14,12 @@ pub struct Config {
     /// Whether a replica run may go to the worker that produced the first result (only
     /// sensible with a single trusted local worker, as in `grind run --workers 1`).
     pub allow_self_replication: bool,
+    /// How long a unit waits for a replica run on another worker before the worker that
+    /// produced its first result may run the replica itself (recorded as self-checked).
+    pub self_check_after_ms: i64,
+    /// The lease duration grants aim at: a campaign whose units take less is granted runs of
+    /// several units per requested slot (settable per campaign).
+    pub target_lease_ms: i64,
     /// How often the expiry sweep runs.
     pub sweep_interval_ms: u64,
     /// Units the splitter produces at a time when a campaign runs low.
@@ -37,6 +43,8 @@ impl Default for Config {
             verify_rate: 0.05,
             max_attempts: 3,
             allow_self_replication: false,
+            self_check_after_ms: 60_000,
+            target_lease_ms: 2_000,
             sweep_interval_ms: 500,
             split_batch: 256,
             max_capacity: 256,

@@ -175,6 +175,15 @@ ALTER TABLE results ADD COLUMN solver_version INTEGER NOT NULL DEFAULT 0;
 UPDATE results SET solver_version =
     (SELECT c.solver_version FROM campaigns c WHERE c.id = results.campaign_id);
 "#,
+    r#"
+-- v8: one worker is a valid cluster, and tiny units travel in runs.
+-- When a unit was put back for a replica run (a lone worker may re-check it after a while).
+ALTER TABLE units ADD COLUMN replica_wanted_ms INTEGER;
+-- A replica run by a worker that had already produced a result for the same unit.
+ALTER TABLE results ADD COLUMN self_checked INTEGER NOT NULL DEFAULT 0;
+-- The lease duration a campaign's grants aim at (0: the coordinator's default).
+ALTER TABLE campaigns ADD COLUMN target_lease_ms INTEGER NOT NULL DEFAULT 0;
+"#,
 ];
 
 /// The schema version this binary writes.

@@ -73,8 +73,8 @@ fn campaign_from_row(conn: &Connection, r: &Row) -> Result<pb::CampaignStatus, E
 fn unit_counts(conn: &Connection, campaign_id: i64) -> Result<pb::UnitCounts, Error> {
     let mut counts = pb::UnitCounts::default();
     let mut stmt = conn.prepare_cached(
-        "SELECT state, replica_needed, count(*), sum(disputed) FROM units WHERE campaign_id = ?1
-         GROUP BY state, replica_needed",
+        "SELECT state, replica_needed, count(*), sum(disputed), min(replica_wanted_ms)
+         FROM units WHERE campaign_id = ?1 GROUP BY state, replica_needed",
     )?;
     let rows = stmt.query_map(params![campaign_id], |r| {
         Ok((
@@ -82,13 +82,17 @@ fn unit_counts(conn: &Connection, campaign_id: i64) -> Result<pb::UnitCounts, Er
             r.get::<_, bool>(1)?,
             r.get::<_, i64>(2)? as u64,
             r.get::<_, i64>(3)? as u64,
+            r.get::<_, Option<i64>>(4)?,
         ))
     })?;
     for row in rows {
-        let (state, replica, n, disputed) = row?;
+        let (state, replica, n, disputed, waiting_since) = row?;
         counts.disputed += disputed;
         match state.as_str() {
-            "pending" if replica => counts.verifying += n,
+            "pending" if replica => {
+                counts.verifying += n;
+                counts.verifying_since_ms = waiting_since.unwrap_or(0);
+            }
             "pending" => counts.pending += n,
             "leased" => counts.leased += n,
             "done" => counts.done += n,
@@ -186,7 +190,7 @@ pub fn results(conn: &Connection, campaign_id: i64) -> Result<Vec<pb::UnitResult
     let mut stmt = conn.prepare_cached(
         "SELECT r.unit_id, u.label, r.status, r.value, r.worker_id, w.name, w.host, w.version,
                 w.git_commit, r.solver_version, r.lease_id, r.created_ms, r.cpu_seconds,
-                r.wall_seconds, r.nodes, r.replica, l.granted_ms
+                r.wall_seconds, r.nodes, r.replica, l.granted_ms, r.self_checked
          FROM results r JOIN units u ON u.id = r.unit_id JOIN workers w ON w.id = r.worker_id
          JOIN leases l ON l.id = r.lease_id
          WHERE r.campaign_id = ?1 ORDER BY r.id",
@@ -213,6 +217,7 @@ pub fn results(conn: &Connection, campaign_id: i64) -> Result<Vec<pb::UnitResult
             nodes: r.get::<_, i64>(14)? as u64,
             replica: r.get(15)?,
             started_ms: r.get(16)?,
+            self_checked: r.get(17)?,
         })
     })?;
     Ok(rows.collect::<Result<_, _>>()?)

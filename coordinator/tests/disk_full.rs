@@ -61,6 +61,7 @@ async fn create_primes(
             verify_rate: 0.0,
             max_attempts: 0,
             family: String::new(),
+            target_lease_ms: 0,
         })
         .await
         .map(|r| r.into_inner().campaign_id)

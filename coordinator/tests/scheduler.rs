@@ -1,7 +1,7 @@
 //! The lease state machine driven directly (no network) with a manual clock: expiry,
 //! renewal, release, failure after repeated attempts, lazy splitting, donation.
 
-use grind_coordinator::clock::ManualClock;
+use grind_coordinator::clock::{Clock, ManualClock};
 use grind_coordinator::config::Config;
 use grind_coordinator::store::Store;
 use grind_coordinator::Coordinator;
@@ -15,16 +15,26 @@ struct Rig {
 }
 
 fn rig(max_attempts: u32) -> Rig {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("t.db")).unwrap();
-    let clock = Arc::new(ManualClock::new(1_000_000));
-    let config = Config {
-        lease_ttl_ms: 1_000,
+    rig_with(Config {
         max_attempts,
+        ..test_config()
+    })
+}
+
+/// The settings of these tests: short leases, no replication, small split batches.
+fn test_config() -> Config {
+    Config {
+        lease_ttl_ms: 1_000,
         verify_rate: 0.0,
         split_batch: 16,
         ..Config::default()
-    };
+    }
+}
+
+fn rig_with(config: Config) -> Rig {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("t.db")).unwrap();
+    let clock = Arc::new(ManualClock::new(1_000_000));
     Rig {
         coordinator: Coordinator::new(store, clock.clone(), config),
         clock,
@@ -58,6 +68,7 @@ impl Rig {
                 verify_rate: -1.0,
                 max_attempts: 0,
                 family: String::new(),
+                target_lease_ms: 0,
             })
             .await
             .unwrap()[0]
@@ -438,4 +449,151 @@ async fn an_idle_worker_makes_running_units_ask_for_donations() {
     rig.clock.advance(60_000);
     let reply = beat().await;
     assert!(!reply.leases[0].split_requested);
+}
+
+#[tokio::test]
+async fn a_lone_worker_rechecks_its_own_unit_after_the_self_check_delay() {
+    let rig = rig_with(Config {
+        verify_rate: 1.0,
+        self_check_after_ms: 60_000,
+        lease_ttl_ms: 600_000,
+        ..test_config()
+    });
+    let campaign = rig.one_unit_campaign().await;
+    let alone = rig.worker("alone").await;
+    let first = rig.lease(alone, 1).await;
+    rig.complete(alone, &first[0], count("25")).await.unwrap();
+    let waiting = rig.coordinator.campaign(campaign).await.unwrap();
+    let units = waiting.units.unwrap();
+    assert_eq!((units.verifying, units.done), (1, 0), "{units:?}");
+    assert_eq!(units.verifying_since_ms, rig.clock.now_ms());
+    // Another worker would take the replica at once; the lone worker must wait.
+    assert!(rig.lease(alone, 1).await.is_empty());
+    rig.clock.advance(59_999);
+    assert!(rig.lease(alone, 1).await.is_empty());
+    rig.clock.advance(1);
+    let replica = rig.lease(alone, 1).await;
+    assert_eq!(replica.len(), 1);
+    assert!(replica[0].replica);
+    rig.complete(alone, &replica[0], count("25")).await.unwrap();
+    let done = rig.coordinator.campaign(campaign).await.unwrap();
+    assert_eq!((done.state.as_str(), done.value.as_str()), ("done", "25"));
+    let results = rig
+        .coordinator
+        .status(pb::StatusRequest {
+            campaign_id: campaign,
+            with_results: true,
+        })
+        .await
+        .unwrap()
+        .results;
+    let checked: Vec<(bool, bool)> = results
+        .iter()
+        .map(|r| (r.replica, r.self_checked))
+        .collect();
+    assert_eq!(checked, [(false, false), (true, true)]);
+}
+
+#[tokio::test]
+async fn a_replica_goes_to_another_worker_without_waiting_and_is_not_self_checked() {
+    let rig = rig_with(Config {
+        verify_rate: 1.0,
+        ..test_config()
+    });
+    let campaign = rig.one_unit_campaign().await;
+    let (first, second) = (rig.worker("first").await, rig.worker("second").await);
+    let grant = rig.lease(first, 1).await;
+    rig.complete(first, &grant[0], count("25")).await.unwrap();
+    let replica = rig.lease(second, 1).await;
+    assert_eq!(replica.len(), 1);
+    rig.complete(second, &replica[0], count("25"))
+        .await
+        .unwrap();
+    let status = rig
+        .coordinator
+        .status(pb::StatusRequest {
+            campaign_id: campaign,
+            with_results: true,
+        })
+        .await
+        .unwrap();
+    assert!(status.results.iter().all(|r| !r.self_checked));
+    assert_eq!(status.campaigns[0].state, "done");
+}
+
+#[tokio::test]
+async fn tiny_units_are_granted_in_runs_that_fill_the_target_lease() {
+    let rig = rig_with(Config {
+        target_lease_ms: 100,
+        ..test_config()
+    });
+    rig.campaign(serde_json::json!({"to": 1_000_000, "unit": 100}))
+        .await;
+    let worker = rig.worker("w").await;
+    // Unmeasured: one unit per slot.
+    let first = rig.lease(worker, 4).await;
+    assert_eq!(first.len(), 4);
+    for grant in &first {
+        let result = pb::UnitResult {
+            count: "1".into(),
+            wall_seconds: 0.010,
+            ..Default::default()
+        };
+        rig.complete(worker, grant, Some(result)).await.unwrap();
+    }
+    // Measured at 10 ms a unit: a 100 ms lease holds 10 units, so 2 slots get 20.
+    let runs = rig.lease(worker, 2).await;
+    assert_eq!(runs.len(), 20);
+    let mut units: Vec<i64> = runs.iter().map(|g| g.unit_id).collect();
+    units.dedup();
+    assert_eq!(units.len(), 20, "each unit of a run keeps its own lease");
+}
+
+#[tokio::test]
+async fn a_completion_batch_settles_each_result_alone_then_leases_more() {
+    let rig = rig(3);
+    rig.campaign(serde_json::json!({"to": 1_000, "unit": 100}))
+        .await;
+    let (honest, other) = (rig.worker("honest").await, rig.worker("other").await);
+    let mine = rig.lease(honest, 2).await;
+    let theirs = rig.lease(other, 1).await;
+    let completion = |grant: &pb::LeaseGrant| pb::CompleteRequest {
+        worker_id: honest,
+        lease_id: grant.lease_id,
+        unit_payload: grant.unit_payload.clone(),
+        result: count("25"),
+    };
+    let reply = rig
+        .coordinator
+        .complete_batch(pb::CompleteBatchRequest {
+            worker_id: honest,
+            completions: vec![
+                completion(&mine[0]),
+                completion(&theirs[0]),
+                completion(&mine[1]),
+            ],
+            lease_capacity: 3,
+        })
+        .await
+        .unwrap();
+    let settled: Vec<bool> = reply.outcomes.iter().map(|o| o.reply.is_some()).collect();
+    assert_eq!(settled, [true, false, true]);
+    assert_eq!(
+        reply.outcomes[1].error_code,
+        tonic::Code::PermissionDenied as i32,
+        "{:?}",
+        reply.outcomes[1]
+    );
+    assert_eq!(reply.lease.unwrap().leases.len(), 3);
+    let status = rig.coordinator.campaigns().await.unwrap();
+    assert_eq!(status[0].units.unwrap().done, 2);
+    // The refused completion changed nothing: the other worker still holds its unit.
+    rig.complete(other, &theirs[0], count("21")).await.unwrap();
+    assert_eq!(
+        rig.coordinator.campaigns().await.unwrap()[0]
+            .units
+            .unwrap()
+            .done,
+        3
+    );
 }

@@ -59,6 +59,7 @@ async fn create_family(grind: &mut Cluster, from: u64, to: u64) -> Vec<i64> {
             verify_rate: 0.0,
             max_attempts: 0,
             family: String::new(),
+            target_lease_ms: 0,
         })
         .await
         .expect("create the family")

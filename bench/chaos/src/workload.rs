@@ -206,6 +206,7 @@ async fn create(admin: &mut AdminClient<Channel>, spec: &Spec) -> Option<i64> {
             name: spec.name.clone(),
             verify_rate: spec.verify_rate,
             max_attempts: 0,
+            target_lease_ms: 0,
             family: String::new(),
         })
         .await

@@ -251,6 +251,7 @@ async fn drive(args: &Args, url: &str, measure: &Measure) -> Result<Report> {
             verify_rate: 0.0,
             max_attempts: 0,
             family: String::new(),
+            target_lease_ms: 0,
         })
         .await
         .context("cannot create the primes campaign")?

@@ -179,6 +179,7 @@ pub async fn simulate(
             verify_rate: 0.0,
             max_attempts: 0,
             family: String::new(),
+            target_lease_ms: 0,
         })
         .await
         .map_err(|e| BenchError::Setup(format!("cannot create the campaign: {e}")))?

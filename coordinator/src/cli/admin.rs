@@ -97,6 +97,10 @@ pub struct AddOptions {
     /// Failed attempts before a unit is marked failed (default: the server's).
     #[arg(long)]
     pub max_attempts: Option<u32>,
+    /// The lease duration grants aim at, in ms: tiny units are granted several per slot to
+    /// fill it (default: the server's).
+    #[arg(long)]
+    pub target_lease_ms: Option<i64>,
 }
 
 /// `grind status` flags.
@@ -202,6 +206,7 @@ pub async fn campaign(cmd: CampaignCommand) -> Result<(), CliError> {
                     verify_rate: parsed.options.verify_rate.unwrap_or(-1.0),
                     max_attempts: parsed.options.max_attempts.unwrap_or(0),
                     family: String::new(),
+                    target_lease_ms: parsed.options.target_lease_ms.unwrap_or(0),
                 })
                 .await
                 .map_err(failed)?

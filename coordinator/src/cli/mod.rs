@@ -104,6 +104,14 @@ pub struct ServeArgs {
     /// Most active leases one worker may hold.
     #[arg(long, default_value_t = 1024)]
     pub max_leases_per_worker: u32,
+    /// The lease duration grants aim at, in ms: a campaign whose units take less is granted
+    /// several units per requested slot (`grind campaign add --target-lease-ms` overrides it).
+    #[arg(long, default_value_t = 2_000)]
+    pub target_lease_ms: i64,
+    /// How long a unit waits for a replica run on another worker before the worker that ran
+    /// it first may re-check it itself (recorded as self-checked), in ms.
+    #[arg(long, default_value_t = 60_000)]
+    pub self_check_after_ms: i64,
 }
 
 /// A command-line failure with the exit code it deserves.

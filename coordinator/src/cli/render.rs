@@ -41,6 +41,7 @@ pub fn campaign(c: &pb::CampaignStatus) -> Value {
             "done": units.done,
             "failed": units.failed,
             "verifying": units.verifying,
+            "verifying_since_ms": (units.verifying_since_ms > 0).then_some(units.verifying_since_ms),
             "disputed": units.disputed,
             "split_complete": units.split_complete,
         },
@@ -82,6 +83,7 @@ pub fn result(r: &pb::UnitResultRecord) -> Value {
         "status": r.state,
         "value": r.value,
         "replica": r.replica,
+        "self_checked": r.self_checked,
         "nodes": r.nodes,
         "cpu_seconds": r.cpu_seconds,
         "wall_seconds": r.wall_seconds,
@@ -138,17 +140,47 @@ pub fn run_human(c: &pb::CampaignStatus, wall_seconds: f64) -> String {
 /// A one-line summary of a campaign for tables.
 pub fn campaign_row(c: &pb::CampaignStatus) -> String {
     let units = c.units.unwrap_or_default();
-    format!(
-        "{:>5}  {:<10} {:<9} {:>22}{} units {}/{}/{}/{} (pending/leased/done/failed)  {}",
+    let row = format!(
+        "{:>5}  {:<10} {:<9} {:>22}{} units {}/{}/{}/{}/{} (pending/verifying/leased/done/failed)  {}",
         c.campaign_id,
         c.problem,
         c.state,
         if c.value.is_empty() { "-" } else { &c.value },
         if c.proven { "*" } else { " " },
-        units.pending + units.verifying,
+        units.pending,
+        units.verifying,
         units.leased,
         units.done,
         units.failed,
-        c.params_json,
-    )
+        c.params_json,);
+    match verifying_note(&units, now_ms()) {
+        Some(note) => format!("{row}  [{note}]"),
+        None => row,
+    }
+}
+
+/// What verifying units wait for, for people: `None` when none waits.
+pub fn verifying_note(units: &pb::UnitCounts, now_ms: i64) -> Option<String> {
+    if units.verifying == 0 {
+        return None;
+    }
+    let waited = if units.verifying_since_ms > 0 {
+        format!(
+            " for {} s",
+            ((now_ms - units.verifying_since_ms) / 1000).max(0)
+        )
+    } else {
+        String::new()
+    };
+    Some(format!(
+        "{} unit(s) verifying: waiting{waited} for a replica run on another worker \
+         (a lone worker re-checks its own units after the coordinator's self-check delay)",
+        units.verifying
+    ))
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
 }

@@ -133,6 +133,7 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
                     name: String::new(),
                     verify_rate: opts.verify_rate,
                     max_attempts: 0,
+                    target_lease_ms: 0,
                     family: family.clone(),
                 })
                 .await
@@ -342,6 +343,8 @@ pub async fn serve(args: ServeArgs) -> Result<(), CliError> {
         worker_calls_per_second: args.worker_calls_per_second,
         registrations_per_second: args.registrations_per_second,
         max_leases_per_worker: args.max_leases_per_worker,
+        target_lease_ms: args.target_lease_ms,
+        self_check_after_ms: args.self_check_after_ms,
         ..Config::default()
     };
     // The line tools and tests wait for: the address actually bound (port 0 resolves here).

@@ -27,6 +27,8 @@ pub struct NewCampaign<'a> {
     pub max_attempts: Option<u32>,
     /// The family (contest) label the campaign belongs to, if any.
     pub family: Option<&'a str>,
+    /// The lease duration its grants aim at, ms; `None` = server default.
+    pub target_lease_ms: Option<i64>,
 }
 
 /// Most campaigns one family of parameters may create.
@@ -107,8 +109,9 @@ pub fn create_campaign(ctx: &Ctx, new: &NewCampaign) -> Result<i64, Error> {
     ctx.conn
         .prepare_cached(
             "INSERT INTO campaigns (name, problem, params_json, objective, exhaustive,
-                 solver_version, state, created_ms, verify_rate, max_attempts, seed, bound, family)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'running', ?7, ?8, ?9, ?10, ?11, ?12)",
+                 solver_version, state, created_ms, verify_rate, max_attempts, seed, bound, family,
+                 target_lease_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'running', ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
         )?
         .execute(params![
             name,
@@ -123,6 +126,7 @@ pub fn create_campaign(ctx: &Ctx, new: &NewCampaign) -> Result<i64, Error> {
             seed,
             problem.initial_bound(),
             new.family,
+            new.target_lease_ms.unwrap_or(0),
         ])?;
     let id = ctx.conn.last_insert_rowid();
     event(

@@ -160,8 +160,9 @@ fn record_result(
     ctx.conn
         .prepare_cached(
             "INSERT INTO results (unit_id, campaign_id, lease_id, worker_id, value, solution, nodes,
-                 cpu_seconds, wall_seconds, created_ms, replica, status, solver_version)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 'awaiting', ?12)",
+                 cpu_seconds, wall_seconds, created_ms, replica, status, solver_version, self_checked)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 'awaiting', ?12,
+                     ?11 AND EXISTS (SELECT 1 FROM results r WHERE r.unit_id = ?1 AND r.worker_id = ?4))",
         )?
         .execute(params![
             lease.unit_id,

@@ -30,8 +30,9 @@ pub(crate) struct PendingUnit {
 }
 
 /// Up to `limit` pending units of a campaign that `worker_id` may run, lowest priority
-/// first: a replica run goes to a worker that has not run the unit yet (unless the settings
-/// allow self-replication).
+/// first: a replica run goes to a worker that has not run the unit yet, unless the settings
+/// allow self-replication or the unit has waited `self_check_after_ms` for another worker
+/// (one worker is a valid cluster: its replica is then recorded as self-checked).
 pub(crate) fn pending_units(
     ctx: &Ctx,
     campaign_id: i64,
@@ -44,7 +45,7 @@ pub(crate) fn pending_units(
             "SELECT u.id, u.label, u.payload, u.cursor, u.attempts, u.replica_needed, u.cursor_worker
              FROM units u
              WHERE u.campaign_id = ?1 AND u.state = 'pending'
-               AND (u.replica_needed = 0 OR ?3 OR NOT EXISTS
+               AND (u.replica_needed = 0 OR ?3 OR u.replica_wanted_ms <= ?5 OR NOT EXISTS
                     (SELECT 1 FROM results r WHERE r.unit_id = u.id AND r.worker_id = ?2))
              ORDER BY u.priority, u.id LIMIT +?4",
         )?
@@ -53,7 +54,8 @@ pub(crate) fn pending_units(
                 campaign_id,
                 worker_id,
                 ctx.config.allow_self_replication,
-                limit as i64
+                limit as i64,
+                ctx.now - ctx.config.self_check_after_ms
             ],
             |r| {
                 Ok(PendingUnit {
@@ -312,9 +314,9 @@ pub(crate) fn want_replica(ctx: &Ctx, unit_id: i64) -> Result<(), Error> {
     ctx.conn
         .prepare_cached(
             "UPDATE units SET state = 'pending', lease_id = NULL, replica_needed = 1,
-                 cursor = NULL WHERE id = ?1",
+                 cursor = NULL, replica_wanted_ms = ?2 WHERE id = ?1",
         )?
-        .execute(params![unit_id])?;
+        .execute(params![unit_id, ctx.now])?;
     Ok(())
 }
 
@@ -324,9 +326,13 @@ pub(crate) fn mark_disputed(ctx: &Ctx, unit_id: i64, give_up: bool) -> Result<()
     ctx.conn
         .prepare_cached(
             "UPDATE units SET state = ?2, lease_id = NULL, replica_needed = 1, disputed = 1,
-                 cursor = NULL WHERE id = ?1",
+                 cursor = NULL, replica_wanted_ms = ?3 WHERE id = ?1",
         )?
-        .execute(params![unit_id, if give_up { "failed" } else { "pending" }])?;
+        .execute(params![
+            unit_id,
+            if give_up { "failed" } else { "pending" },
+            ctx.now
+        ])?;
     Ok(())
 }
 

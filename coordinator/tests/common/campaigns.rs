@@ -22,6 +22,7 @@ pub async fn create<T: Transport>(
             verify_rate,
             max_attempts: 0,
             family: String::new(),
+            target_lease_ms: 0,
         })
         .await
         .expect("create campaign")

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Dispatch cost per unit, end to end, as users run it: `grind run primes` (embedded
+# coordinator, in-process workers) and `grind serve` + `grind-worker` processes, with units
+# that take 0 ms (64 numbers), 1 ms and 100 ms (primes --min-unit-ms sleeps to stretch a unit,
+# so the unit's own time is known exactly and takes no CPU).
+#
+# overhead per unit = wall * lanes / units - unit time   (lanes = workers x threads)
+#
+# Usage: bench/dispatch.sh [UNITS for the 0 and 1 ms rows, default 2000]
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+cd "$here/.."
+units="${1:-2000}"
+cargo build -q --release --bin grind --bin grind-worker
+grind="$PWD/target/release/grind"
+worker="$PWD/target/release/grind-worker"
+work="$(mktemp -d)"
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"; }
+trap cleanup EXIT
+
+echo "machine: $(lscpu | grep 'Model name' | sed 's/.*: *//'), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "commit: $(git rev-parse --short HEAD)  date: $(date -u +%FT%TZ)"
+printf '%-6s %8s %6s %8s %9s %12s\n' mode unit_ms units lanes wall_s overhead_ms
+
+report() { # mode ms n lanes wall
+  awk -v m="$1" -v ms="$2" -v n="$3" -v l="$4" -v w="$5" \
+    'BEGIN { printf "%-6s %8s %6d %8s %9.3f %12.4f\n", m, ms, n, l, w, (w*l/n - ms/1000)*1000 }'
+}
+
+now() { date +%s.%N; }
+
+run_embedded() { # ms n workers
+  local ms=$1 n=$2 w=$3 t0 t1
+  t0=$(now)
+  "$grind" run primes --from 0 --to $((n * 64)) --unit 64 --min-unit-ms "$ms" \
+    --workers "$w" --threads 1 --verify-rate 0 --json > "$work/out.json"
+  t1=$(now)
+  grep -q '"state":"done"' "$work/out.json" || { echo "run did not finish: $(cat "$work/out.json")"; exit 1; }
+  report run "$ms" "$n" "$w" "$(echo "$t1 - $t0" | bc)"
+}
+
+run_served() { # ms n workers
+  local ms=$1 n=$2 w=$3 t0 t1 port db id
+  port=$((20000 + RANDOM % 20000)); db="$work/serve-$ms-$w.db"
+  "$grind" serve --listen "127.0.0.1:$port" --db "$db" --verify-rate 0 2>"$work/serve.log" &
+  pids+=($!)
+  local url="http://127.0.0.1:$port"
+  for _ in $(seq 100); do "$grind" problems >/dev/null 2>&1 && \
+    "$grind" campaign list --coordinator "$url" >/dev/null 2>&1 && break; sleep 0.1; done
+  t0=$(now)
+  id=$("$grind" campaign add --coordinator "$url" primes --to $((n * 64)) --unit 64 \
+    --min-unit-ms "$ms" --verify-rate 0 | tail -1)
+  for i in $(seq "$w"); do
+    "$worker" --coordinator "$url" --threads 1 --name "w$i" 2>/dev/null & pids+=($!)
+  done
+  "$grind" watch --coordinator "$url" "$id" --interval-ms 20 >/dev/null
+  t1=$(now)
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; pids=()
+  wait 2>/dev/null || true
+  report serve "$ms" "$n" "$w" "$(echo "$t1 - $t0" | bc)"
+}
+
+for w in 1 2 4; do
+  run_embedded 0 "$units" "$w"
+  run_embedded 1 "$units" "$w"
+  run_embedded 100 $((40 * w)) "$w"
+done
+for w in 1 4; do
+  run_served 0 "$units" "$w"
+  run_served 1 "$units" "$w"
+  run_served 100 $((40 * w)) "$w"
+done
