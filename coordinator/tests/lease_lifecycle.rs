@@ -310,3 +310,29 @@ async fn malformed_and_lying_requests_are_rejected_and_change_nothing() {
         .unwrap();
     assert_eq!(lie.state, "rejected");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_single_worker_finishes_a_fully_replicated_campaign_by_self_checks() {
+    let mut grind = Cluster::start(
+        5_000,
+        &["--verify-rate", "1", "--self-check-after-ms", "300"],
+    )
+    .await;
+    let campaign = grind
+        .create("primes", json!({"to": 100_000, "unit": 25_000}), 1.0)
+        .await;
+    let _alone = grind.worker("alone");
+    let done = grind.wait_finished(campaign, LONG).await;
+    assert_eq!(done.state, "done");
+    let reply = grind.status(campaign).await;
+    // pi(10^5) = 9592: every unit counted once although each ran twice.
+    assert_counted_once(&reply, 9_592);
+    let replicas: Vec<_> = reply.results.iter().filter(|r| r.replica).collect();
+    assert_eq!(replicas.len(), 4, "every unit was re-checked");
+    assert!(replicas.iter().all(|r| r.self_checked));
+    assert!(reply
+        .results
+        .iter()
+        .filter(|r| !r.replica)
+        .all(|r| !r.self_checked));
+}
