@@ -552,6 +552,138 @@ else
     skip "CLI flags used by deploy/" "no built grind and grind-worker (cargo build --workspace, or set GRIND_BIN_DIR)"
 fi
 
+# ----------------------------------------------------------------------------- README quick start
+# The README's "Across machines" block, run as written against the built binaries on a fresh
+# database: the commands come from the README itself, not from a copy here. The only changes,
+# made by the sed below and nowhere else: `cargo build` is skipped (the binaries under test
+# are already built and come first on PATH), `coordinator.example` is read as `localhost`
+# (this one machine plays every role), and port 7878 becomes a free port. Each "# on ..."
+# section runs in its own directory (the worker machine gets the files its comment says to
+# copy there; two of them, as a count campaign's verification replicas need a second worker);
+# `grind serve` and `grind-worker` run in the background, and the block must
+# leave campaign 1 done with pi(10^8) = 5761455 (a published value) in result.txt.
+free_port() {
+    "${PY:-python3}" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+readme_block() {
+    # The first fenced block after the heading $2 in file $1, continuation lines joined.
+    awk -v heading="$2" '
+        $0 == heading { found = 1; next }
+        found && /^```/ { if (inside) exit; inside = 1; next }
+        found && inside { print }
+    ' "$1" | sed -e ':a' -e '/\\$/N; s/\\\n//; ta'
+}
+check_readme_quickstart() {
+    local qs=$WORK/quickstart port pid status=0
+    local coord=$qs/coordinator-machine worker=$qs/worker-machine
+    mkdir -p "$coord"
+    port=$(free_port)
+    readme_block "$ROOT/README.md" "## Across machines" >"$qs/block.txt"
+    if ! grep -q '^grind serve ' "$qs/block.txt" || ! grep -q '^grind-worker ' "$qs/block.txt"; then
+        echo "README.md: no 'Across machines' block with grind serve and grind-worker"
+        return 0
+    fi
+    {
+        echo "set -euo pipefail"
+        echo "export PATH=$bin_dir:\$PATH"
+        echo "cd $coord"
+        sed -e 's/coordinator\.example/localhost/g' -e "s/:7878/:$port/g" "$qs/block.txt" |
+            while IFS= read -r line; do
+                case $line in
+                "# on the coordinator machine"*) echo "cd $coord" ;;
+                "# on every worker machine"*) ;;
+                "# from anywhere"*) echo "cd $coord" ;;
+                "cargo build "*) echo ": skipped: $line" ;;
+                "grind serve "*)
+                    echo "$line >$qs/serve.out 2>$qs/serve.log &"
+                    echo "echo \$! >>$qs/pids"
+                    echo "for _ in \$(seq 300); do grep -q 'listening on' $qs/serve.out && break; sleep 0.1; done"
+                    echo "grep -q 'listening on' $qs/serve.out"
+                    continue
+                    ;;
+                "grind-worker "*)
+                    # Two worker machines: a count campaign's verification replicas need a
+                    # second worker.
+                    for m in 1 2; do
+                        echo "mkdir -p $worker-$m && cd $worker-$m && cp $coord/worker.token $coord/certs/ca.pem ."
+                        echo "$line >$qs/worker-$m.log 2>&1 &"
+                        echo "echo \$! >>$qs/pids"
+                    done
+                    continue
+                    ;;
+                "grind watch "*) echo "timeout 900 $line" ;;
+                *) echo "$line" ;;
+                esac
+            done
+    } >"$qs/run.sh"
+    (env -u GRIND_COORDINATOR -u GRIND_CA_FILE -u GRIND_ADMIN_TOKEN -u GRIND_ADMIN_TOKEN_FILE \
+        -u GRIND_TOKEN -u GRIND_TOKEN_FILE bash "$qs/run.sh") >"$qs/run.out" 2>&1 || status=$?
+    local want=5761455 # pi(10^8)
+    if [[ $status != 0 ]]; then
+        echo "the README block failed (exit $status); the script run (from README.md):"
+        sed 's/^/    /' "$qs/run.sh"
+        echo "its output:"
+        tail -n 20 "$qs/run.out" | sed 's/^/    /'
+    elif [[ $(tr -d '[:space:]' <"$coord/result.txt" 2>/dev/null) != "$want" ]]; then
+        echo "result.txt holds '$(head -c 80 "$coord/result.txt" 2>/dev/null)', want $want"
+    elif ! grep -q '"state":"done"' "$qs/run.out"; then
+        echo "grind status 1 --json did not say done: $(grep -m1 '"state"' "$qs/run.out" | head -c 200)"
+    fi
+    if [[ -s $qs/pids ]]; then
+        while read -r pid; do kill -TERM "$pid" 2>/dev/null || true; done <"$qs/pids"
+        while read -r pid; do
+            for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+            kill -KILL "$pid" 2>/dev/null || true
+        done <"$qs/pids"
+    fi
+    if [[ $status != 0 && -s $qs/worker-1.log ]]; then
+        echo "first worker's log:"
+        tail -n 10 "$qs/worker-1.log" | sed 's/^/    /'
+        echo "coordinator log:"
+        tail -n 10 "$qs/serve.log" | sed 's/^/    /'
+    fi
+    return 0
+}
+if [[ -n $bin_dir ]]; then
+    run "README 'Across machines' block as written: tokens first, TLS, two workers finish campaign 1" \
+        check_readme_quickstart
+else
+    skip "README quick start" "no built grind and grind-worker (cargo build --workspace, or set GRIND_BIN_DIR)"
+fi
+
+# ----------------------------------------------------------------------------- Docker quick start
+# Docker cannot run here in general (no daemon in CI containers), so the image and `docker
+# compose up` are not exercised (see deploy/README.md). What stands in: the `grind` commands of
+# deploy/docker/README.md's "Tokens, then start" block, taken from the README with their
+# `docker compose run --rm --no-deps -T coordinator` prefix removed and the data volume
+# (/var/lib/grind) mapped to a scratch directory, run in order on a fresh volume: both token
+# files must come out holding tokens (the volume has no database before the first one).
+check_docker_tokens() {
+    local dir=$WORK/docker-standin line cmd
+    mkdir -p "$dir/data" "$dir/secrets"
+    readme_block "$DEPLOY/docker/README.md" "## 2. Tokens, then start" >"$dir/block.txt"
+    grep -q 'grind token create' "$dir/block.txt" || {
+        echo "deploy/docker/README.md: no grind token create in the 'Tokens, then start' block"
+        return 0
+    }
+    while IFS= read -r line; do
+        [[ $line == "docker compose run --rm --no-deps -T coordinator "* ]] || continue
+        cmd=${line#"docker compose run --rm --no-deps -T coordinator"}
+        cmd=${cmd//\/var\/lib\/grind/$dir/data}
+        (cd "$dir" && PATH=$bin_dir:$PATH bash -c "set -euo pipefail; $cmd") 2>"$dir/err.txt" ||
+            echo "failed: $cmd: $(tail -n 1 "$dir/err.txt")"
+    done <"$dir/block.txt"
+    for f in admin_token worker_token; do
+        grep -Eqx 'grind_[0-9a-f]{64}' "$dir/secrets/$f" 2>/dev/null ||
+            echo "secrets/$f does not hold a token: '$(head -c 80 "$dir/secrets/$f" 2>/dev/null)'"
+    done
+}
+if [[ -n $bin_dir ]]; then
+    run "deploy/docker/README.md token commands on a fresh data volume (stand-in for docker)" check_docker_tokens
+else
+    skip "Docker quick start stand-in" "no built grind (cargo build --workspace, or set GRIND_BIN_DIR)"
+fi
+
 # ----------------------------------------------------------------------------- summary
 echo "deploy-check: $passed passed, $failed failed, $skipped skipped"
 if [[ $failed -gt 0 ]]; then

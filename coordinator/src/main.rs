@@ -8,7 +8,7 @@ fn main() {
         Ok(cli) => cli,
         Err(e) => {
             let e = clap_error(e);
-            eprintln!("grind: {e}");
+            eprintln!("{}", e.report());
             std::process::exit(e.exit_code());
         }
     };
@@ -33,7 +33,7 @@ fn main() {
         }
     };
     if let Err(e) = runtime.block_on(dispatch(cli)) {
-        eprintln!("grind: {e:#}");
+        eprintln!("{}", e.report());
         std::process::exit(e.exit_code());
     }
 }

@@ -59,11 +59,32 @@ pub struct SelfSigned {
 /// Makes a fresh CA and a server certificate for `hosts` (DNS names or IP addresses) signed
 /// by it, and writes ca.pem, cert.pem and key.pem into `dir`. The CA key is not kept: the
 /// CA can sign nothing else.
-pub fn write_self_signed(dir: &Path, hosts: &[String]) -> Result<SelfSigned, Error> {
+///
+/// Existing files are refused unless `replace` is set: a new CA locks out every worker that
+/// pinned the old one. key.pem is created with mode 0600, so the key is never readable by
+/// others, not even for a moment.
+pub fn write_self_signed(dir: &Path, hosts: &[String], replace: bool) -> Result<SelfSigned, Error> {
     if hosts.is_empty() {
         return Err(Error::InvalidArgument(
             "name at least one --host the certificate is for".into(),
         ));
+    }
+    let out = SelfSigned {
+        ca: dir.join("ca.pem"),
+        cert: dir.join("cert.pem"),
+        key: dir.join("key.pem"),
+    };
+    if !replace {
+        if let Some(existing) = [&out.ca, &out.cert, &out.key]
+            .into_iter()
+            .find(|path| path.symlink_metadata().is_ok())
+        {
+            return Err(Error::InvalidArgument(format!(
+                "{} exists; pass --force to replace the CA and certificate (workers that pinned \
+                 the old ca.pem will refuse the new one)",
+                existing.display()
+            )));
+        }
     }
     let failed = |e: rcgen::Error| Error::Internal(format!("certificate generation: {e}"));
     let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(failed)?;
@@ -85,40 +106,81 @@ pub fn write_self_signed(dir: &Path, hosts: &[String]) -> Result<SelfSigned, Err
 
     std::fs::create_dir_all(dir)
         .map_err(|e| Error::InvalidArgument(format!("cannot create {}: {e}", dir.display())))?;
-    let out = SelfSigned {
-        ca: dir.join("ca.pem"),
-        cert: dir.join("cert.pem"),
-        key: dir.join("key.pem"),
-    };
-    let write = |path: &Path, text: String| {
-        std::fs::write(path, text)
-            .map_err(|e| Error::InvalidArgument(format!("cannot write {}: {e}", path.display())))
-    };
-    write(&out.ca, ca.pem())?;
-    write(&out.cert, server_cert.pem())?;
-    write(&out.key, server_key.serialize_pem())?;
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&out.key, std::fs::Permissions::from_mode(0o600))
-            .map_err(|e| Error::Internal(format!("cannot restrict {}: {e}", out.key.display())))?;
-    }
+    write_new(&out.ca, &ca.pem(), 0o644)?;
+    write_new(&out.cert, &server_cert.pem(), 0o644)?;
+    write_new(&out.key, &server_key.serialize_pem(), 0o600)?;
     Ok(out)
+}
+
+/// Writes `text` to a file created with `mode` (an existing file is removed first, so the
+/// mode always applies: opening an existing file keeps its old permissions).
+fn write_new(path: &Path, text: &str, mode: u32) -> Result<(), Error> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let failed =
+        |e: std::io::Error| Error::InvalidArgument(format!("cannot write {}: {e}", path.display()));
+    match std::fs::remove_file(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(failed(e)),
+    }
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .open(path)
+        .map_err(failed)?;
+    file.write_all(text.as_bytes()).map_err(failed)?;
+    file.sync_all().map_err(failed)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn mode(path: &Path) -> u32 {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+    }
+
     #[test]
     fn writes_loadable_pem_files() {
         let dir = tempfile::tempdir().unwrap();
-        let files =
-            write_self_signed(dir.path(), &["localhost".into(), "127.0.0.1".into()]).unwrap();
+        let files = write_self_signed(dir.path(), &["localhost".into(), "127.0.0.1".into()], false)
+            .unwrap();
         let identity = ServerIdentity::load(&files.cert, &files.key).unwrap();
         assert!(String::from_utf8_lossy(&identity.cert_pem).contains("BEGIN CERTIFICATE"));
         let ca = std::fs::read_to_string(&files.ca).unwrap();
         assert!(ca.contains("BEGIN CERTIFICATE"));
         assert!(ServerIdentity::load(&files.key, &files.cert).is_err());
-        assert!(write_self_signed(dir.path(), &[]).is_err());
+        assert!(write_self_signed(dir.path(), &[], true).is_err());
+        assert_eq!(mode(&files.key), 0o600, "the key is its owner's alone");
+    }
+
+    #[test]
+    fn refuses_to_replace_a_ca_unless_forced() {
+        let dir = tempfile::tempdir().unwrap();
+        let hosts = ["localhost".to_string()];
+        let first = write_self_signed(dir.path(), &hosts, false).unwrap();
+        let ca = std::fs::read_to_string(&first.ca).unwrap();
+        let refused = write_self_signed(dir.path(), &hosts, false).unwrap_err();
+        assert!(refused.to_string().contains("--force"), "{refused}");
+        assert_eq!(std::fs::read_to_string(&first.ca).unwrap(), ca, "untouched");
+        // A key file someone left readable: --force makes a new one, private again.
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&first.key, std::fs::Permissions::from_mode(0o644)).unwrap();
+        }
+        let second = write_self_signed(dir.path(), &hosts, true).unwrap();
+        assert_ne!(std::fs::read_to_string(&second.ca).unwrap(), ca, "a new CA");
+        assert_eq!(mode(&second.key), 0o600);
+        // One existing file is enough to refuse.
+        let other = tempfile::tempdir().unwrap();
+        std::fs::write(other.path().join("key.pem"), "mine").unwrap();
+        assert!(write_self_signed(other.path(), &hosts, false).is_err());
+        assert_eq!(
+            std::fs::read_to_string(other.path().join("key.pem")).unwrap(),
+            "mine"
+        );
     }
 }

@@ -210,9 +210,7 @@ pub async fn run(
     }
     agent.shut_down(&mut events_rx).await;
     match agent.locked_out {
-        Some(reason) => Err(WorkerError::Setup(format!(
-            "the coordinator refuses this worker: {reason}"
-        ))),
+        Some(reason) => Err(WorkerError::Refused(reason)),
         None => Ok(agent.summary),
     }
 }

@@ -59,10 +59,33 @@ pub struct WorkerSummary {
     pub undelivered: usize,
 }
 
-/// Worker failures that stop it from starting.
+/// Worker failures that stop it.
 #[derive(Debug, thiserror::Error)]
 pub enum WorkerError {
     /// Bad configuration or an unusable environment.
     #[error("{0}")]
     Setup(String),
+    /// The coordinator refuses this worker for good: its token is missing, wrong or revoked,
+    /// or it is banned. Starting it again cannot help.
+    #[error("the coordinator refuses this worker: {0}")]
+    Refused(String),
+}
+
+/// `grind-worker`'s exit code when the coordinator refuses it for good (bad or revoked
+/// token, banned): 77, `EX_NOPERM` of sysexits.h. Service managers should not restart it
+/// (systemd: `RestartPreventExitStatus=77 78`).
+pub const EXIT_REFUSED: i32 = 77;
+
+/// `grind-worker`'s exit code when its own configuration is unusable (an unreadable or empty
+/// token file, a CA file that is not PEM, a bad flag value): 78, `EX_CONFIG` of sysexits.h.
+pub const EXIT_CONFIG: i32 = 78;
+
+impl WorkerError {
+    /// The process exit code for this failure.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            WorkerError::Setup(_) => EXIT_CONFIG,
+            WorkerError::Refused(_) => EXIT_REFUSED,
+        }
+    }
 }

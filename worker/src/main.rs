@@ -1,15 +1,25 @@
 //! `grind-worker`: joins a coordinator and computes until stopped (SIGTERM / SIGINT make it
-//! checkpoint, hand its leases back and exit within seconds).
+//! checkpoint, hand its leases back and exit within seconds). Its exit code tells a service
+//! manager whether starting it again can help (see `EXIT_CODES`).
 
 use anyhow::Context;
 use clap::Parser;
 use grind_worker::connect::Access;
-use grind_worker::WorkerConfig;
+use grind_worker::{WorkerConfig, WorkerError, EXIT_CONFIG, EXIT_REFUSED};
 use std::path::PathBuf;
+
+/// The exit codes, as `--help` shows them.
+const EXIT_CODES: &str = "Exit codes:
+  0   stopped as asked (SIGTERM, SIGINT, --max-hours)
+  1   failed in a way a restart may cure
+  2   bad command line
+  77  refused for good by the coordinator: missing, wrong or revoked token, or banned
+      (do not restart: systemd RestartPreventExitStatus=77 78)
+  78  unusable configuration: token file unreadable or empty, CA file not PEM";
 
 /// Run grind units from a coordinator on this machine's cores.
 #[derive(Parser, Debug)]
-#[command(name = "grind-worker", version, about)]
+#[command(name = "grind-worker", version, about, after_help = EXIT_CODES)]
 struct Args {
     /// Coordinator URL, e.g. http://coordinator.example:7878.
     #[arg(long, env = "GRIND_COORDINATOR")]
@@ -33,11 +43,18 @@ struct Args {
     #[arg(long)]
     idle_only: bool,
     /// Stop (checkpointing and handing work back, as on SIGTERM) after this many hours.
-    #[arg(long)]
+    #[arg(long, value_parser = parse_hours)]
     max_hours: Option<f64>,
 }
 
-fn main() -> anyhow::Result<()> {
+fn parse_hours(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(hours) if hours > 0.0 && hours <= 24.0 * 365.0 * 10.0 => Ok(hours),
+        _ => Err("must be a positive number of hours (at most ten years)".into()),
+    }
+}
+
+fn main() {
     let args = Args::parse();
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -48,6 +65,20 @@ fn main() -> anyhow::Result<()> {
         // A log write that fails (full disk) must not panic the thread that logged.
         .log_internal_errors(false)
         .init();
+    if let Err(e) = run(args) {
+        eprintln!("grind-worker: {e:#}");
+        let code = match e.downcast_ref::<WorkerError>() {
+            Some(e) => e.exit_code(),
+            None => 1,
+        };
+        if code == EXIT_REFUSED || code == EXIT_CONFIG {
+            eprintln!("grind-worker: exit code {code}: starting again will not help");
+        }
+        std::process::exit(code);
+    }
+}
+
+fn run(args: Args) -> anyhow::Result<()> {
     let mut config = WorkerConfig::new(&args.coordinator);
     config.access = Access::from_sources(
         args.token.clone(),
@@ -56,9 +87,6 @@ fn main() -> anyhow::Result<()> {
     )?;
     config.idle_only = args.idle_only;
     if let Some(hours) = args.max_hours {
-        if !(hours > 0.0 && hours <= 24.0 * 365.0 * 10.0) {
-            anyhow::bail!("--max-hours must be a positive number of hours (at most ten years)");
-        }
         config.max_runtime = Some(std::time::Duration::from_secs_f64(hours * 3600.0));
     }
     if let Some(threads) = args.threads {

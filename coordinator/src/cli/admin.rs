@@ -51,16 +51,19 @@ pub enum CampaignCommand {
     List {
         #[command(flatten)]
         url: CoordinatorUrl,
-        /// Print JSON.
+        /// Print JSON: one campaign per line.
         #[arg(long)]
         json: bool,
     },
-    /// Show one campaign as JSON.
+    /// Show one campaign.
     Show {
         #[command(flatten)]
         url: CoordinatorUrl,
         /// Campaign id.
         campaign: i64,
+        /// Print JSON (one line).
+        #[arg(long)]
+        json: bool,
     },
     /// Stop handing out a campaign's units.
     Pause {
@@ -110,7 +113,7 @@ pub struct StatusArgs {
     url: CoordinatorUrl,
     /// One campaign (default: the whole cluster).
     campaign: Option<i64>,
-    /// Print JSON (one campaign: with every unit result and its provenance).
+    /// Print JSON on one line (one campaign: with every unit result and its provenance).
     #[arg(long)]
     json: bool,
 }
@@ -147,7 +150,7 @@ pub struct ImportArgs {
 pub struct LeaderboardArgs {
     #[command(flatten)]
     url: CoordinatorUrl,
-    /// Print JSON.
+    /// Print JSON: one entry per line.
     #[arg(long)]
     json: bool,
 }
@@ -184,12 +187,17 @@ pub fn failed(status: tonic::Status) -> CliError {
     }
 }
 
-/// Prints pretty JSON.
+/// Prints one JSON value on one line. Every `--json` follows this convention: one value per
+/// line, compact, so output pipes into line-oriented tools (`jq -c`, `grep`, `while read`).
 pub fn print_json(value: &serde_json::Value) {
-    println!(
-        "{}",
-        serde_json::to_string_pretty(value).unwrap_or_default()
-    );
+    println!("{value}");
+}
+
+/// Prints a list as JSON Lines: one compact object per line (nothing for an empty list).
+pub fn print_json_lines(values: impl IntoIterator<Item = serde_json::Value>) {
+    for value in values {
+        print_json(&value);
+    }
 }
 
 /// Runs a `grind campaign` command.
@@ -223,14 +231,18 @@ pub async fn campaign(cmd: CampaignCommand) -> Result<(), CliError> {
                 .map_err(failed)?
                 .into_inner();
             if json {
-                print_json(&reply.campaigns.iter().map(render::campaign).collect());
+                print_json_lines(reply.campaigns.iter().map(render::campaign));
             } else {
                 for c in &reply.campaigns {
                     println!("{}", render::campaign_row(c));
                 }
             }
         }
-        CampaignCommand::Show { url, campaign } => {
+        CampaignCommand::Show {
+            url,
+            campaign,
+            json,
+        } => {
             let c = connect(&url)
                 .await?
                 .show_campaign(pb::CampaignRef {
@@ -239,7 +251,11 @@ pub async fn campaign(cmd: CampaignCommand) -> Result<(), CliError> {
                 .await
                 .map_err(failed)?
                 .into_inner();
-            print_json(&render::campaign(&c));
+            if json {
+                print_json(&render::campaign(&c));
+            } else {
+                print!("{}", render::campaign_text(&c));
+            }
         }
         CampaignCommand::Pause { url, campaign } => {
             let c = connect(&url)
@@ -377,20 +393,14 @@ pub async fn leaderboard(args: LeaderboardArgs) -> Result<(), CliError> {
         .map_err(failed)?
         .into_inner();
     if args.json {
-        print_json(
-            &reply
-                .entries
-                .iter()
-                .map(|e| {
-                    serde_json::json!({
-                        "campaign": e.campaign_id, "problem": e.problem,
-                        "params": serde_json::from_str::<serde_json::Value>(&e.params_json).unwrap_or_default(),
-                        "value": e.value, "proven": e.proven,
-                        "provenance": e.provenance.as_ref().map(render::provenance),
-                    })
-                })
-                .collect(),
-        );
+        print_json_lines(reply.entries.iter().map(|e| {
+            serde_json::json!({
+                "campaign": e.campaign_id, "problem": e.problem,
+                "params": serde_json::from_str::<serde_json::Value>(&e.params_json).unwrap_or_default(),
+                "value": e.value, "proven": e.proven,
+                "provenance": e.provenance.as_ref().map(render::provenance),
+            })
+        }));
     } else {
         for e in &reply.entries {
             let by = e
@@ -419,7 +429,7 @@ pub enum WorkerCommand {
     List {
         #[command(flatten)]
         url: CoordinatorUrl,
-        /// Print JSON.
+        /// Print JSON: one worker per line.
         #[arg(long)]
         json: bool,
     },
@@ -446,7 +456,7 @@ pub async fn worker(cmd: WorkerCommand) -> Result<(), CliError> {
                 .map_err(failed)?
                 .into_inner();
             if json {
-                print_json(&reply.workers.iter().map(render::worker).collect());
+                print_json_lines(reply.workers.iter().map(render::worker));
             } else {
                 for w in &reply.workers {
                     println!(

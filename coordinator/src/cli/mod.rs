@@ -3,6 +3,7 @@
 
 pub mod admin;
 pub mod contest;
+pub mod db_lock;
 pub mod problem_args;
 pub mod render;
 pub mod run;
@@ -117,9 +118,22 @@ pub struct ServeArgs {
 /// A command-line failure with the exit code it deserves.
 #[derive(Debug, thiserror::Error)]
 pub enum CliError {
-    /// Bad flags or values: exit code 2.
+    /// Bad flags or values found by grind itself: exit code 2, one line.
     #[error("{0}")]
     Usage(String),
+    /// Bad flags found by clap: exit code 2, clap's whole message (its "did you mean" tips
+    /// and usage line included).
+    #[error("{0}")]
+    Clap(String),
+    /// A signal stopped the command cleanly: exit code 128 + the signal number (130 for
+    /// Ctrl-C), as a shell reports a command the signal killed.
+    #[error("interrupted by signal {signal}: {hint}")]
+    Interrupted {
+        /// The signal number.
+        signal: i32,
+        /// What became of the work, and how to go on.
+        hint: String,
+    },
     /// Anything else: exit code 1.
     #[error(transparent)]
     Other(#[from] anyhow::Error),
@@ -129,14 +143,32 @@ impl CliError {
     /// The process exit code for this error.
     pub fn exit_code(&self) -> i32 {
         match self {
-            CliError::Usage(_) => 2,
+            CliError::Usage(_) | CliError::Clap(_) => 2,
+            CliError::Interrupted { signal, .. } => 128 + signal,
             CliError::Other(_) => 1,
+        }
+    }
+
+    /// The text to print on stderr: `grind: <error>` on one line, or clap's own message.
+    pub fn report(&self) -> String {
+        match self {
+            CliError::Clap(text) => text.trim_end().to_string(),
+            CliError::Usage(text) => format!("grind: {text}"),
+            CliError::Interrupted { signal, hint } => {
+                let name = match signal {
+                    2 => "SIGINT".to_string(),
+                    15 => "SIGTERM".to_string(),
+                    n => format!("signal {n}"),
+                };
+                format!("grind: interrupted by {name}; {hint}")
+            }
+            CliError::Other(e) => format!("grind: {e:#}"),
         }
     }
 }
 
-/// Turns a clap error into a one-line usage error; `--help` and `--version` are printed as
-/// clap prints them and exit 0.
+/// Turns a clap error into a usage error that keeps clap's whole message; `--help` and
+/// `--version` are printed as clap prints them and exit 0.
 pub fn clap_error(err: clap::Error) -> CliError {
     use clap::error::ErrorKind;
     if matches!(
@@ -147,20 +179,7 @@ pub fn clap_error(err: clap::Error) -> CliError {
     ) {
         err.exit();
     }
-    let text = err.render().to_string();
-    let mut lines = text.lines().map(str::trim).filter(|line| !line.is_empty());
-    let mut first = lines
-        .next()
-        .unwrap_or("invalid arguments")
-        .trim_start_matches("error: ")
-        .to_string();
-    // "the following required arguments were not provided:" names them on the next line.
-    if first.ends_with(':') {
-        if let Some(next) = lines.next() {
-            first = format!("{first} {next}");
-        }
-    }
-    CliError::Usage(format!("{first} (see --help)"))
+    CliError::Clap(err.render().to_string())
 }
 
 /// Runs a parsed command line.

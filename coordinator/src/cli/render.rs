@@ -141,18 +141,15 @@ pub fn run_human(c: &pb::CampaignStatus, wall_seconds: f64) -> String {
 pub fn campaign_row(c: &pb::CampaignStatus) -> String {
     let units = c.units.unwrap_or_default();
     let row = format!(
-        "{:>5}  {:<10} {:<9} {:>22}{} units {}/{}/{}/{}/{} (pending/verifying/leased/done/failed)  {}",
+        "{:>5}  {:<10} {:<9} {:>22}{} units {}  {}",
         c.campaign_id,
         c.problem,
         c.state,
         if c.value.is_empty() { "-" } else { &c.value },
         if c.proven { "*" } else { " " },
-        units.pending,
-        units.verifying,
-        units.leased,
-        units.done,
-        units.failed,
-        c.params_json,);
+        unit_counts(&units),
+        c.params_json,
+    );
     match verifying_note(&units, now_ms()) {
         Some(note) => format!("{row}  [{note}]"),
         None => row,
@@ -183,4 +180,53 @@ fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// Unit counts in words, with the verifying and disputed ones only when there are any.
+fn unit_counts(units: &pb::UnitCounts) -> String {
+    let mut out = format!(
+        "{} pending, {} leased, {} done, {} failed",
+        units.pending, units.leased, units.done, units.failed
+    );
+    if units.verifying > 0 {
+        out += &format!(", {} verifying", units.verifying);
+    }
+    if units.disputed > 0 {
+        out += &format!(", {} disputed", units.disputed);
+    }
+    out
+}
+
+/// One campaign for people (`grind campaign show`): one `field: value` line each.
+pub fn campaign_text(c: &pb::CampaignStatus) -> String {
+    let units = c.units.unwrap_or_default();
+    let what = format!("{} {}", c.problem, c.params_json);
+    let mut out = format!("campaign {}: {what}\n", c.campaign_id);
+    // Campaigns are named after their problem and parameters unless given a name.
+    if !c.name.is_empty() && c.name != what {
+        out += &format!("name:     {}\n", c.name);
+    }
+    out += &format!("state:    {}\n", c.state);
+    let value = if c.value.is_empty() { "-" } else { &c.value };
+    out += &format!(
+        "best:     {} = {}{}\n",
+        c.objective,
+        value,
+        if c.proven { " (proven)" } else { "" }
+    );
+    if !c.solution_json.is_empty() {
+        out += &format!("solution: {}\n", c.solution_json);
+    }
+    out += &format!("units:    {}\n", unit_counts(&units));
+    out += &format!(
+        "workers:  {}   CPU: {:.1} s   verify rate: {}\n",
+        c.workers, c.cpu_seconds, c.verify_rate
+    );
+    if let Some(p) = &c.best_provenance {
+        out += &format!(
+            "found by: worker {} ({}) on {}, lease {}\n",
+            p.worker_id, p.worker_name, p.host, p.lease_id
+        );
+    }
+    out
 }

@@ -9,6 +9,7 @@ use std::time::Instant;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
+use super::db_lock::DbLock;
 use super::problem_args;
 use super::render;
 use super::{CliError, ServeArgs};
@@ -89,6 +90,9 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
             true,
         ),
     };
+    // From here on, Ctrl-C (or SIGTERM) stops the run cleanly instead of killing it.
+    let interrupted = Interrupt::listen(temporary.then(|| db_path.clone()))?;
+    let lock = DbLock::acquire(&db_path).map_err(anyhow::Error::from)?;
     let store = Store::open(&db_path)
         .with_context(|| format!("cannot open the database {}", db_path.display()))?;
     let config = Config {
@@ -157,24 +161,25 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
         .seconds
         .map(|s| started + std::time::Duration::from_secs_f64(s.clamp(0.0, 1e9)));
     let bars = super::watch::LocalBars::start(&coordinator, &campaign_ids);
-    wait_until_finished(&coordinator, &campaign_ids, deadline).await?;
+    wait_until_finished(&coordinator, &campaign_ids, deadline, Some(&interrupted)).await?;
     bars.finish().await;
+    let signal = interrupted.signal();
     // Workers hand back (or deliver) what they hold before the result is read.
     let _ = stop_workers.send(true);
     for worker in workers {
         let _ = worker.await;
     }
-    let statuses = wait_until_finished(&coordinator, &campaign_ids, Some(Instant::now())).await?;
+    let statuses =
+        wait_until_finished(&coordinator, &campaign_ids, Some(Instant::now()), None).await?;
     if let Some(path) = &opts.out {
         write_exports(&coordinator, &campaign_ids, path).await?;
     }
     let _ = stop_server.send(true);
     let _ = server.await;
     let wall_seconds = started.elapsed().as_secs_f64();
+    drop(lock);
     if temporary {
-        for suffix in ["", "-wal", "-shm"] {
-            let _ = std::fs::remove_file(format!("{}{suffix}", db_path.display()));
-        }
+        remove_database(&db_path);
     }
     if opts.json {
         let summary = match statuses.as_slice() {
@@ -191,6 +196,21 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
             print!("{}", render::run_human(status, wall_seconds));
         }
     }
+    if let Some(signal) = signal {
+        let all_done = statuses.iter().all(|s| s.state == "done");
+        let hint = if all_done {
+            "every campaign had finished".to_string()
+        } else if temporary {
+            "the partial result above was not kept: run with --db FILE to be able to resume"
+                .to_string()
+        } else {
+            format!(
+                "progress is kept in {}: run the same command again to resume",
+                db_path.display()
+            )
+        };
+        return Err(CliError::Interrupted { signal, hint });
+    }
     let timed_out = opts.seconds.is_some();
     match statuses
         .iter()
@@ -203,6 +223,61 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
             bad.state
         ))),
     }
+}
+
+/// Removes a temporary database and the files SQLite and the lock keep beside it.
+fn remove_database(db_path: &std::path::Path) {
+    for suffix in ["", "-wal", "-shm", "-journal", ".lock"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", db_path.display()));
+    }
+}
+
+/// SIGINT (Ctrl-C) and SIGTERM during `grind run`: the first asks the run to stop cleanly
+/// (workers hand back their units, the result so far is printed); a second one ends the
+/// process at once (removing a temporary database first).
+struct Interrupt {
+    received: watch::Receiver<Option<i32>>,
+}
+
+impl Interrupt {
+    /// Starts listening; `temporary` is the database to remove if a second signal comes.
+    fn listen(temporary: Option<PathBuf>) -> Result<Interrupt, CliError> {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut int = signal(SignalKind::interrupt()).context("cannot handle SIGINT")?;
+        let mut term = signal(SignalKind::terminate()).context("cannot handle SIGTERM")?;
+        let (tx, received) = watch::channel(None);
+        tokio::spawn(async move {
+            let first = tokio::select! {
+                _ = int.recv() => libc_signal::SIGINT,
+                _ = term.recv() => libc_signal::SIGTERM,
+            };
+            eprintln!(
+                "grind: stopping (workers hand back their units; press Ctrl-C again to quit \
+                 at once)"
+            );
+            let _ = tx.send(Some(first));
+            let second = tokio::select! {
+                _ = int.recv() => libc_signal::SIGINT,
+                _ = term.recv() => libc_signal::SIGTERM,
+            };
+            if let Some(path) = &temporary {
+                remove_database(path);
+            }
+            std::process::exit(128 + second);
+        });
+        Ok(Interrupt { received })
+    }
+
+    /// The signal received, if any.
+    fn signal(&self) -> Option<i32> {
+        *self.received.borrow()
+    }
+}
+
+/// Signal numbers (Linux), for exit codes 128 + N.
+mod libc_signal {
+    pub const SIGINT: i32 = 2;
+    pub const SIGTERM: i32 = 15;
 }
 
 /// Writes the export of every campaign to `path` (one after the other) and their provenance
@@ -257,13 +332,16 @@ async fn find_resumable(
     Ok(found.map(|(id, _)| id))
 }
 
-/// Waits until every campaign has ended, or until `deadline`; returns their statuses.
+/// Waits until every campaign has ended, until `deadline`, or until `interrupt` hears a
+/// signal; returns their statuses.
 async fn wait_until_finished(
     coordinator: &Coordinator,
     campaign_ids: &[i64],
     deadline: Option<Instant>,
+    interrupt: Option<&Interrupt>,
 ) -> Result<Vec<pb::CampaignStatus>, CliError> {
     let mut changes = coordinator.subscribe();
+    let mut signals = interrupt.map(|i| i.received.clone());
     loop {
         let mut statuses = Vec::with_capacity(campaign_ids.len());
         for &id in campaign_ids {
@@ -277,15 +355,30 @@ async fn wait_until_finished(
         let ended =
             |s: &pb::CampaignStatus| matches!(s.state.as_str(), "done" | "failed" | "cancelled");
         let out_of_time = deadline.is_some_and(|d| Instant::now() >= d);
-        if out_of_time || statuses.iter().all(ended) {
+        let stopped = signals.as_ref().is_some_and(|s| s.borrow().is_some());
+        if out_of_time || stopped || statuses.iter().all(ended) {
             return Ok(statuses);
         }
-        // Wake on any change, at the deadline, and at least every second.
+        // Wake on any change, on a signal, at the deadline, and at least every second.
         let mut wait = std::time::Duration::from_secs(1);
         if let Some(d) = deadline {
             wait = wait.min(d.saturating_duration_since(Instant::now()));
         }
-        let _ = tokio::time::timeout(wait, changes.changed()).await;
+        let signal = async {
+            match signals.as_mut() {
+                Some(s) => {
+                    let _ = s.changed().await;
+                }
+                None => std::future::pending().await,
+            }
+        };
+        let _ = tokio::time::timeout(wait, async {
+            tokio::select! {
+                _ = changes.changed() => {}
+                _ = signal => {}
+            }
+        })
+        .await;
     }
 }
 
@@ -326,6 +419,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), CliError> {
              self-signed`) or pass --allow-plaintext to send tokens in clear"
         )));
     }
+    let _lock = DbLock::acquire(&args.db).map_err(anyhow::Error::from)?;
     let store = Store::open(&args.db)
         .with_context(|| format!("cannot open the database {}", args.db.display()))?;
     let auth = if args.require_auth || !loopback {

@@ -11,9 +11,10 @@ use crate::store::Store;
 /// `grind token ...`
 #[derive(clap::Subcommand, Debug)]
 pub enum TokenCommand {
-    /// Create a token and print it (once: only its digest is stored).
+    /// Create a token and print it (once: only its digest is stored). Creates the database
+    /// (with the coordinator's schema) if it does not exist yet.
     Create {
-        /// The coordinator's database.
+        /// The coordinator's database (created if missing).
         #[arg(long)]
         db: PathBuf,
         /// An admin token (campaign management) instead of a worker token.
@@ -28,6 +29,9 @@ pub enum TokenCommand {
         /// The coordinator's database.
         #[arg(long)]
         db: PathBuf,
+        /// Print JSON: one token per line.
+        #[arg(long)]
+        json: bool,
     },
     /// Revoke a token: calls with it are refused within a second.
     Revoke {
@@ -50,6 +54,9 @@ pub enum CertCommand {
         /// Host names or IP addresses workers use to reach the coordinator.
         #[arg(long = "host", required = true)]
         hosts: Vec<String>,
+        /// Replace existing ca.pem, cert.pem and key.pem (workers must then get the new CA).
+        #[arg(long)]
+        force: bool,
     },
 }
 
@@ -71,15 +78,23 @@ fn now_ms() -> i64 {
         .unwrap_or(0)
 }
 
+/// Opens an existing database (refusing a missing one: a typo in `--db` must not leave an
+/// empty database behind).
 fn open(db: &PathBuf) -> Result<rusqlite::Connection, CliError> {
     if !db.exists() {
         return Err(CliError::Usage(format!(
-            "no database at {} (start `grind serve --db {}` once to create it)",
+            "no database at {} (`grind token create --db {}` or `grind serve --db {}` creates it)",
+            db.display(),
             db.display(),
             db.display()
         )));
     }
-    // Opening through the store applies migrations and refuses newer schemas.
+    open_or_create(db)
+}
+
+/// Opens the database, creating it with the coordinator's schema if it is missing.
+fn open_or_create(db: &PathBuf) -> Result<rusqlite::Connection, CliError> {
+    // Opening through the store creates the file, applies migrations and refuses newer schemas.
     drop(Store::open(db).with_context(|| format!("cannot open {}", db.display()))?);
     let conn =
         rusqlite::Connection::open(db).with_context(|| format!("cannot open {}", db.display()))?;
@@ -92,7 +107,7 @@ fn open(db: &PathBuf) -> Result<rusqlite::Connection, CliError> {
 pub fn token(cmd: TokenCommand) -> Result<(), CliError> {
     match cmd {
         TokenCommand::Create { db, admin, name } => {
-            let conn = open(&db)?;
+            let conn = open_or_create(&db)?;
             let role = if admin { Role::Admin } else { Role::Worker };
             let (id, token) = auth::create_token(&conn, role, &name, now_ms())
                 .map_err(|e| CliError::Usage(e.to_string()))?;
@@ -102,9 +117,22 @@ pub fn token(cmd: TokenCommand) -> Result<(), CliError> {
             );
             println!("{token}");
         }
-        TokenCommand::List { db } => {
+        TokenCommand::List { db, json } => {
             let conn = open(&db)?;
-            for t in auth::list_tokens(&conn).map_err(anyhow::Error::from)? {
+            let tokens = auth::list_tokens(&conn).map_err(anyhow::Error::from)?;
+            if json {
+                super::admin::print_json_lines(tokens.iter().map(|t| {
+                    serde_json::json!({
+                        "id": t.id,
+                        "role": t.role.as_str(),
+                        "name": t.name,
+                        "created_ms": t.created_ms,
+                        "revoked_ms": t.revoked_ms,
+                    })
+                }));
+                return Ok(());
+            }
+            for t in tokens {
                 println!(
                     "{:>4}  {:<6} {:<30} created {}{}",
                     t.id,
@@ -129,8 +157,12 @@ pub fn token(cmd: TokenCommand) -> Result<(), CliError> {
 /// Runs a `grind cert` command.
 pub fn cert(cmd: CertCommand) -> Result<(), CliError> {
     match cmd {
-        CertCommand::SelfSigned { out_dir, hosts } => {
-            let files = crate::tls::write_self_signed(&out_dir, &hosts)
+        CertCommand::SelfSigned {
+            out_dir,
+            hosts,
+            force,
+        } => {
+            let files = crate::tls::write_self_signed(&out_dir, &hosts, force)
                 .map_err(|e| CliError::Usage(e.to_string()))?;
             println!("CA (give to workers as --ca-file): {}", files.ca.display());
             println!(
