@@ -102,7 +102,7 @@ fn eta(row: &CampaignRow) -> Markup {
             span data-k="eta" title="an anytime search: it keeps improving its best value until its search ends or it is cancelled (grind campaign cancel); it has no deadline" {
                 "open-ended"
             }
-            div.small { "anytime, no deadline" }
+            div.small { "no deadline" }
         } @else {
             @match &row.estimate.eta_seconds {
                 Some(i) => span data-k="eta" { (interval_text(i, row.estimate.open_ended)) },
