@@ -4,8 +4,10 @@
 
 mod common;
 
-use common::http::{get, get_with, stream_until};
+use common::http::{get, get_with, post_form, stream_until};
 use common::*;
+use grind_coordinator::web::routes::CONTENT_SECURITY_POLICY;
+use grind_proto::v1 as pb;
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
 use std::process::Command;
@@ -436,6 +438,41 @@ async fn with_required_tokens_the_web_front_needs_an_admin_token() {
             "{path} with the admin token"
         );
     }
+    // The token form posts to /login, which checks the token and sets an HttpOnly cookie.
+    let form = format!("token={admin_token}&next=%2Fworkers");
+    let login = post_form(&base, "/login", &form).await;
+    assert_eq!(login.status, 303, "{}", login.body);
+    assert_eq!(login.headers["location"], "/workers");
+    let set = login.headers["set-cookie"].to_str().unwrap();
+    assert_eq!(
+        set,
+        format!("grind_token={admin_token}; Path=/; HttpOnly; SameSite=Strict")
+    );
+    let refused = post_form(&base, "/login", &format!("token={worker_token}&next=%2F")).await;
+    assert_eq!(refused.status, 401, "a worker token opens no page");
+    assert!(refused.headers.get("set-cookie").is_none());
+    let elsewhere = post_form(
+        &base,
+        "/login",
+        &format!("token={admin_token}&next=https%3A%2F%2Fevil.example%2F"),
+    )
+    .await;
+    assert_eq!(
+        elsewhere.headers["location"], "/",
+        "no redirect off the site"
+    );
+    let page = get(&base, "/workers").await;
+    assert!(
+        page.body
+            .contains("<form method=\"post\" action=\"/login\">")
+            && page.body.contains("name=\"next\" value=\"/workers\""),
+        "{}",
+        page.body
+    );
+    assert!(
+        !page.body.contains("document.cookie"),
+        "no script sets the cookie"
+    );
     let cookie = format!("theme=dark; grind_token={admin_token}");
     assert_eq!(
         get_with(&base, "/workers", &[("cookie", &cookie)])
@@ -465,6 +502,107 @@ async fn with_required_tokens_the_web_front_needs_an_admin_token() {
         .output()
         .unwrap();
     assert!(!out.status.success(), "watch without a token is refused");
+}
+
+/// Worker-controlled text (name, host, version, commit) reaches every page escaped, and the
+/// pages carry a content security policy that allows no inline script or style.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn worker_text_reaches_the_pages_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let coordinator = start_coordinator(dir.path(), 30_000, &[]);
+    let base = coordinator.url.clone();
+    let mut admin = admin(&base).await;
+    let campaign = create(&mut admin, "topswops", json!({"n": 5}), 0.0).await;
+    let script = "<script>alert(1)</script>";
+    let host = format!("{script}\"><img src=x onerror=alert(2)>");
+    let mut client = raw_worker(&base).await;
+    let worker = client
+        .register(pb::RegisterRequest {
+            name: script.into(),
+            host: host.clone(),
+            cores: 1,
+            version: format!("{script}'"),
+            git_commit: script.into(),
+            previous_worker_id: 0,
+        })
+        .await
+        .expect("register")
+        .into_inner()
+        .worker_id;
+    // A lease and an accepted improvement put the worker on the campaign page too: 3 1 4 5 2
+    // takes 7 flips.
+    let grant = lease_one(&mut client, worker).await;
+    let reply = client
+        .report_improvement(pb::ImprovementRequest {
+            worker_id: worker,
+            lease_id: grant.lease_id,
+            campaign_id: campaign,
+            solution_json: json!({"deck": [3, 1, 4, 5, 2], "flips": 7}).to_string(),
+            claimed_score: 7,
+            ..Default::default()
+        })
+        .await
+        .expect("report the improvement")
+        .into_inner();
+    assert!(reply.accepted, "{reply:?}");
+
+    let escaped = "&lt;script&gt;alert(1)&lt;/script&gt;";
+    for (path, shows) in [
+        (
+            "/workers",
+            vec![
+                escaped.to_string(),
+                format!("{escaped}&quot;&gt;&lt;img src=x onerror=alert(2)&gt;"),
+                format!("{escaped}'"),
+            ],
+        ),
+        (
+            &*format!("/campaigns/{campaign}"),
+            vec![escaped.to_string(), "&lt;script&gt;aler".to_string()],
+        ),
+        ("/", vec![]),
+    ] {
+        for partial in [false, true] {
+            let headers: &[(&str, &str)] = if partial {
+                &[("x-grind-partial", "1")]
+            } else {
+                &[]
+            };
+            let page = get_with(&base, path, headers).await;
+            assert_eq!(page.status, 200, "{path}");
+            assert_eq!(
+                page.headers["content-security-policy"], CONTENT_SECURITY_POLICY,
+                "{path}"
+            );
+            assert!(CONTENT_SECURITY_POLICY.starts_with("default-src 'self'"));
+            assert!(
+                !page.body.contains("<script>alert"),
+                "{path}: {}",
+                page.body
+            );
+            assert!(!page.body.contains("<img"), "{path}: {}", page.body);
+            assert!(!page.body.contains(" style="), "{path}: inline style");
+            let scripts = if partial { 0 } else { 1 };
+            assert_eq!(page.body.matches("<script").count(), scripts, "{path}");
+            if !partial {
+                assert!(page
+                    .body
+                    .contains("<script src=\"/static/grind.js\"></script>"));
+            }
+            for text in &shows {
+                assert!(
+                    page.body.contains(text.as_str()),
+                    "{path} shows {text}: {}",
+                    page.body
+                );
+            }
+        }
+    }
+    // The JSON API gives the text as it is (JSON, not HTML, and not sniffed as HTML).
+    let api = get(&base, "/api/workers").await;
+    assert_eq!(api.headers["x-content-type-options"], "nosniff");
+    assert_eq!(api.json()["workers"][0]["name"], script);
+    assert_eq!(api.json()["workers"][0]["host"], host.as_str());
 }
 
 /// Plays Topswops on `deck` (top card first) by plain replay and counts the flips.

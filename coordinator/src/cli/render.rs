@@ -230,3 +230,153 @@ pub fn campaign_text(c: &pb::CampaignStatus) -> String {
     }
     out
 }
+
+/// Most list items spelled out in [`params_short`] and [`json_words`]; longer lists end with
+/// `…` and their length.
+const LIST_ITEMS_SHOWN: usize = 10;
+
+/// A campaign's parameters in the command line's own words, for example `n=97 heuristic k=8`:
+/// only the parameters whose values differ from their flags' defaults (unset options, false
+/// switches and default values are left out), each under its flag's long name, a switch by
+/// its name alone. Empty when every parameter has its default. Parameters that are not JSON
+/// objects are returned as they are.
+pub fn params_short(problem: &str, params_json: &str) -> String {
+    let Ok(Value::Object(params)) = serde_json::from_str::<Value>(params_json) else {
+        return params_json.to_string();
+    };
+    let flags = flag_defaults(problem);
+    // The flags' order (as `--help` lists them), then any parameter without a flag.
+    let keys = flags
+        .iter()
+        .map(|f| f.id.as_str())
+        .filter(|id| params.contains_key(*id))
+        .chain(
+            params
+                .keys()
+                .map(String::as_str)
+                .filter(|k| !flags.iter().any(|f| f.id == *k)),
+        );
+    let mut words = Vec::new();
+    for key in keys {
+        let value = &params[key];
+        let flag = flags.iter().find(|f| f.id == key);
+        let default = flag.and_then(|f| f.default.as_deref());
+        let is_default = match value {
+            Value::Null | Value::Bool(false) => true,
+            Value::String(s) => default == Some(s.as_str()),
+            Value::Number(n) => default == Some(n.to_string().as_str()),
+            _ => false,
+        };
+        if is_default {
+            continue;
+        }
+        let name = flag.map_or_else(|| key.replace('_', "-"), |f| f.long.clone());
+        match value {
+            Value::Bool(true) => words.push(name),
+            _ => words.push(format!("{name}={}", value_words(value))),
+        }
+    }
+    words.join(" ")
+}
+
+/// A JSON value as short text: an object as `key=value` words (nested objects in
+/// parentheses), a list as comma-separated items, a string as it is.
+pub fn json_words(value: &Value) -> String {
+    match value {
+        Value::Object(map) => map
+            .iter()
+            .map(|(k, v)| format!("{k}={}", value_words(v)))
+            .collect::<Vec<_>>()
+            .join(" "),
+        _ => value_words(value),
+    }
+}
+
+fn value_words(value: &Value) -> String {
+    match value {
+        Value::Null => "none".into(),
+        // JSON carried as text (a solution in an event's detail, say) is spelled out too.
+        Value::String(s) => match serde_json::from_str::<Value>(s) {
+            Ok(inner @ (Value::Object(_) | Value::Array(_))) => value_words(&inner),
+            _ => s.clone(),
+        },
+        Value::Array(items) => {
+            let shown: Vec<String> = items
+                .iter()
+                .take(LIST_ITEMS_SHOWN)
+                .map(value_words)
+                .collect();
+            if items.len() > LIST_ITEMS_SHOWN {
+                format!("{},… ({} items)", shown.join(","), items.len())
+            } else {
+                shown.join(",")
+            }
+        }
+        Value::Object(_) => format!("({})", json_words(value)),
+        _ => value.to_string(),
+    }
+}
+
+/// One problem flag: its parameter's name, its long flag and its default value (`None` for
+/// options without one and for switches, whose default, false, is left out anyway).
+struct FlagDefault {
+    id: String,
+    long: String,
+    default: Option<String>,
+}
+
+fn flag_defaults(problem: &str) -> Vec<FlagDefault> {
+    let Ok(entry) = grind_shared::registry::lookup(problem) else {
+        return Vec::new();
+    };
+    let cmd = entry.augment_args(clap::Command::new(entry.name));
+    cmd.get_arguments()
+        .map(|arg| FlagDefault {
+            id: arg.get_id().to_string(),
+            long: arg
+                .get_long()
+                .map_or_else(|| arg.get_id().to_string(), str::to_string),
+            default: match arg.get_default_values() {
+                [one] => Some(one.to_string_lossy().into_owned()),
+                _ => None,
+            },
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn params_in_the_command_lines_words() {
+        // What `grind campaign add topswops --n 97 --heuristic` stores (canonical JSON).
+        let stored = r#"{"budget":215533,"contest":null,"direction":null,"exact_up_to":null,
+            "heuristic":true,"k":8,"known":null,"n":97,"polish_stall":3,"pool":8,"rounds":null,
+            "split_depth":null,"strategy":"block","target":null,"units":16,"window":5}"#;
+        assert_eq!(
+            params_short("topswops", stored),
+            "n=97 heuristic strategy=block k=8 pool=8 units=16 window=5 polish-stall=3 budget=215533"
+        );
+        assert_eq!(
+            params_short(
+                "topswops",
+                r#"{"n":12,"split_depth":3,"known":[1,1,2,4,7,10,16,22,30,38,51]}"#
+            ),
+            "n=12 known=1,1,2,4,7,10,16,22,30,38,… (11 items) split-depth=3"
+        );
+        assert_eq!(params_short("primes", r#"{"from":0,"to":100}"#), "to=100");
+        assert_eq!(params_short("nosuch", r#"{"a_b":1,"c":null}"#), "a-b=1");
+        assert_eq!(params_short("primes", "not json"), "not json");
+    }
+
+    #[test]
+    fn json_objects_as_words() {
+        let detail = json!({"replica": true, "attempt": 2, "why": {"code": "x"}, "list": [],
+            "solution": "{\"deck\":[3,1,2],\"flips\":2}", "text": "{not json"});
+        assert_eq!(
+            json_words(&detail),
+            "attempt=2 list= replica=true solution=(deck=3,1,2 flips=2) text={not json why=(code=x)"
+        );
+    }
+}

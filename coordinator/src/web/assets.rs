@@ -1,4 +1,6 @@
-//! The stylesheet and the script, embedded in the binary (no CDN, nothing fetched).
+//! The stylesheet and the script, embedded in the binary (no CDN, nothing fetched). The
+//! pages have no inline styles or scripts (their `Content-Security-Policy` forbids them):
+//! everything they need is here.
 //!
 //! The script follows `/api/events` (server-sent events): on every `change` event it fetches
 //! the current page again and swaps its `<main>`, so numbers, bars and plots update without a
@@ -33,16 +35,16 @@ vertical-align:top;white-space:nowrap}
 th{font-size:.78rem;text-transform:uppercase;letter-spacing:.03em;color:var(--muted)}
 td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
 td.wrap{white-space:normal;overflow-wrap:anywhere;min-width:12rem}
-td.params{white-space:normal;overflow-wrap:anywhere;min-width:10rem;max-width:18rem;font-size:.8rem}
+td.params{white-space:normal;overflow-wrap:break-word;min-width:12rem;max-width:20rem;font-size:.85rem}
 .badge{display:inline-block;padding:0 .45rem;border-radius:.6rem;font-size:.78rem;
 background:var(--line)}
 .s-running{background:#dbeafe}.s-done{background:#dcfce7}.s-failed{background:#fee2e2}
 .s-paused{background:#fef3c7}.s-cancelled{background:#e5e7eb}
 .proven{color:var(--ok);font-weight:600}
-.bar{position:relative;height:.8rem;min-width:7rem;background:var(--line);border-radius:.4rem;
-overflow:hidden}
-.bar .fill{position:absolute;left:0;top:0;bottom:0;background:var(--accent)}
-.bar .band{position:absolute;top:0;bottom:0;background:rgba(31,111,235,.3)}
+svg.bar{display:block;width:100%;min-width:7rem;height:.8rem;border-radius:.4rem}
+svg.bar .track{fill:var(--line)}
+svg.bar .fill{fill:var(--accent)}
+svg.bar .band{fill:rgba(31,111,235,.3)}
 .small{font-size:.8rem;color:var(--muted)}
 tr.stale td{background:#fff4e5}
 tr.stale .age{color:var(--bad);font-weight:600}
@@ -51,9 +53,15 @@ tr.stale .age{color:var(--bad);font-weight:600}
 .card .k{font-size:.75rem;text-transform:uppercase;color:var(--muted)}
 .card .v{font-size:1.15rem;font-weight:600;overflow-wrap:anywhere}
 pre{background:var(--card);border:1px solid var(--line);padding:.6rem;overflow-x:auto;
-max-width:100%;font-size:.85rem}
-svg{width:100%;height:auto;display:block}
-svg.plot{max-width:760px;background:var(--card);border:1px solid var(--line)}
+max-width:100%;font-size:.85rem;white-space:pre-wrap;overflow-wrap:anywhere}
+details.params summary{cursor:pointer;overflow-wrap:break-word}
+details.params pre{margin:.3rem 0 0;font-size:.75rem}
+table.seq{width:auto;font-variant-numeric:tabular-nums}
+table.seq th{text-align:right;text-transform:none;font-weight:400}
+table.seq td{text-align:right;padding:.15rem .4rem}
+svg{display:block}
+svg.plot{width:100%;height:auto;max-width:760px;background:var(--card);border:1px solid var(--line)}
+svg.deck,svg.grid{max-width:100%;height:auto}
 svg .axis{stroke:var(--muted);stroke-width:1}
 svg .line{fill:none;stroke:var(--accent);stroke-width:2}
 svg .dot{fill:var(--accent)}
@@ -71,7 +79,6 @@ svg .end{fill:var(--bad)}
 font-variant-numeric:tabular-nums}
 table.ticket{width:auto;margin:.3rem 0;border:2px solid var(--fg)}
 table.ticket td{width:2rem;height:2rem;text-align:center;border:1px solid var(--line)}
-@media (max-width:1100px){td.params,th.params{display:none}}
 @media (max-width:640px){main{padding:.6rem}th,td{padding:.3rem .4rem}
 .hide-sm{display:none}}
 "#;

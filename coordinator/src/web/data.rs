@@ -40,6 +40,9 @@ pub struct CampaignRow {
     pub estimate: Estimate,
     /// Recent throughput.
     pub throughput: Throughput,
+    /// An anytime search (not exhaustive): while its splitter may still add work, it has no
+    /// end to estimate.
+    pub anytime: bool,
 }
 
 impl CampaignRow {
@@ -60,6 +63,9 @@ pub fn campaign_row(
 ) -> Result<CampaignRow, Error> {
     let id = status.campaign_id;
     let units = status.units.unwrap_or_default();
+    let exhaustive: bool = conn
+        .prepare_cached("SELECT exhaustive FROM campaigns WHERE id = ?1")?
+        .query_row(params![id], |r| r.get(0))?;
     let (results, sum, sum_sq): (i64, f64, f64) = conn
         .prepare_cached(
             "SELECT count(*), coalesce(sum(wall_seconds), 0), coalesce(sum(wall_seconds * wall_seconds), 0)
@@ -124,6 +130,7 @@ pub fn campaign_row(
             units_per_second: done_recently as f64 / window_seconds,
             cpu_seconds_per_second: cpu_recently / window_seconds,
         },
+        anytime: !exhaustive,
     })
 }
 

@@ -7,6 +7,9 @@
 //! store), [`estimate`] (progress and ETA), [`pages`] and [`html`] (HTML rendering),
 //! [`svg`] (plots and drawings), [`incumbent`] (which drawing fits a solution), [`assets`]
 //! (the embedded stylesheet and script).
+//!
+//! HTML is written with `maud` (escaped by construction) and served with a
+//! `Content-Security-Policy` allowing only the embedded assets (see [`routes`]).
 
 pub mod api;
 pub mod assets;
@@ -139,7 +142,7 @@ fn render_incumbent(
     conn: &rusqlite::Connection,
     problem: &dyn Problem,
     status: &grind_proto::v1::CampaignStatus,
-) -> Result<(Option<String>, Option<String>), Error> {
+) -> Result<(Option<String>, Option<maud::Markup>), Error> {
     if status.value.is_empty() && status.solution_json.is_empty() {
         return Ok((None, None));
     }

@@ -2,13 +2,19 @@
 //! page's body (what `<main>` holds); `html::layout` wraps it for a full page load, and the
 //! live-update script fetches the body alone. Cells that tests read carry `data-k` names
 //! equal to the JSON keys of `grind status --json`.
+//!
+//! Written with `maud`: every interpolated value is escaped, so worker-controlled text
+//! (names, hosts, versions, unit labels) cannot add markup. Nothing here uses inline styles
+//! or scripts (the `Content-Security-Policy` forbids them): bars are SVG shapes whose sizes
+//! are attributes.
 
-use std::fmt::Write;
+use maud::{html, Markup};
 
 use super::data::{CampaignRow, Event, Improvement, WorkerRow};
 use super::estimate::{Estimate, Interval};
-use super::html::{esc, fmt_duration, fmt_rate, fmt_time};
+use super::html::{fmt_duration, fmt_rate, fmt_time};
 use super::svg;
+use crate::cli::render;
 
 /// Everything the campaign page shows.
 pub struct CampaignDetail {
@@ -20,22 +26,21 @@ pub struct CampaignDetail {
     pub events: Vec<Event>,
     /// The problem's own text rendering of the result (its export format).
     pub rendering: Option<String>,
-    /// A drawing of the incumbent (HTML/SVG), when one fits.
-    pub drawing: Option<String>,
+    /// A drawing of the incumbent, when one fits.
+    pub drawing: Option<Markup>,
 }
 
-fn badge(state: &str) -> String {
-    format!(
-        "<span class=\"badge s-{s}\" data-k=\"state\">{s}</span>",
-        s = esc(state)
-    )
+fn badge(state: &str) -> Markup {
+    html! { span class={ "badge s-" (state) } data-k="state" { (state) } }
 }
 
-fn proven(yes: bool) -> &'static str {
-    if yes {
-        "<span class=\"proven\" data-k=\"proven\" data-v=\"true\">proven</span>"
-    } else {
-        "<span class=\"muted\" data-k=\"proven\" data-v=\"false\">no</span>"
+fn proven(yes: bool) -> Markup {
+    html! {
+        @if yes {
+            span.proven data-k="proven" data-v="true" { "proven" }
+        } @else {
+            span.muted data-k="proven" data-v="false" { "no" }
+        }
     }
 }
 
@@ -43,7 +48,9 @@ fn percent(x: f64) -> String {
     format!("{:.1}%", (x * 100.0).clamp(0.0, 100.0))
 }
 
-fn progress_bar(e: &Estimate) -> String {
+/// A progress bar with its uncertainty band, drawn as SVG (sizes as attributes, so no inline
+/// style is needed).
+fn progress_bar(e: &Estimate) -> Markup {
     let p = e.progress;
     let title = if e.open_ended {
         format!(
@@ -58,221 +65,207 @@ fn progress_bar(e: &Estimate) -> String {
             percent(p.high)
         )
     };
-    format!(
-        "<div class=\"bar\" title=\"{t}\" data-k=\"progress\" data-v=\"{v:.4}\">\
-         <div class=\"band\" style=\"left:{lo:.2}%;width:{w:.2}%\"></div>\
-         <div class=\"fill\" style=\"width:{v100:.2}%\"></div></div>\
-         <span class=\"small\">{pv}</span>",
-        t = esc(&title),
-        v = p.value,
-        lo = p.low * 100.0,
-        w = (p.high - p.low).max(0.0) * 100.0,
-        v100 = p.value * 100.0,
-        pv = percent(p.value),
-    )
-}
-
-fn interval_text(i: &Interval, open_ended: bool) -> String {
-    let prefix = if open_ended { "≥ " } else { "" };
-    if (i.high - i.low) < 0.5 {
-        format!("{prefix}{}", fmt_duration(i.value))
-    } else {
-        format!(
-            "{prefix}{} <span class=\"small\">({}–{})</span>",
-            fmt_duration(i.value),
-            fmt_duration(i.low),
-            fmt_duration(i.high)
-        )
+    let clamp = |x: f64| (x * 100.0).clamp(0.0, 100.0);
+    html! {
+        svg.bar viewBox="0 0 100 10" preserveAspectRatio="none" role="img"
+            aria-label=(title) data-k="progress" data-v=(format!("{:.4}", p.value))
+            xmlns="http://www.w3.org/2000/svg" {
+            title { (title) }
+            rect.track width="100" height="10" {}
+            rect.band x=(format!("{:.2}", clamp(p.low)))
+                width=(format!("{:.2}", (clamp(p.high) - clamp(p.low)).max(0.0))) height="10" {}
+            rect.fill width=(format!("{:.2}", clamp(p.value))) height="10" {}
+        }
+        span.small { (percent(p.value)) }
     }
 }
 
-fn eta(row: &CampaignRow) -> String {
+fn interval_text(i: &Interval, lower_bound: bool) -> Markup {
+    html! {
+        @if lower_bound { "≥ " }
+        (fmt_duration(i.value))
+        @if i.high - i.low >= 0.5 {
+            " " span.small { "(" (fmt_duration(i.low)) "–" (fmt_duration(i.high)) ")" }
+        }
+    }
+}
+
+/// The ETA cell: the estimate; for an anytime search (never exhaustive) whose splitter may
+/// still add work, that it is open-ended (campaigns carry no deadline: it runs until its
+/// search ends or it is cancelled).
+fn eta(row: &CampaignRow) -> Markup {
     let state = row.status.state.as_str();
-    if state != "running" {
-        return "<span class=\"muted\">—</span>".into();
-    }
-    match &row.estimate.eta_seconds {
-        Some(i) => interval_text(i, row.estimate.open_ended),
-        None => "<span class=\"muted\">unknown</span>".into(),
+    html! {
+        @if state != "running" {
+            span.muted { "—" }
+        } @else if row.anytime && row.estimate.open_ended {
+            span data-k="eta" title="an anytime search: it keeps improving its best value until its search ends or it is cancelled (grind campaign cancel); it has no deadline" {
+                "open-ended"
+            }
+            div.small { "no deadline" }
+        } @else {
+            @match &row.estimate.eta_seconds {
+                Some(i) => span data-k="eta" { (interval_text(i, row.estimate.open_ended)) },
+                None => span.muted data-k="eta" { "no estimate yet" },
+            }
+        }
     }
 }
 
-fn value_text(row: &CampaignRow) -> String {
-    if row.status.value.is_empty() {
-        "—".into()
-    } else {
-        esc(&row.status.value)
+fn value_text(row: &CampaignRow) -> Markup {
+    html! {
+        @if row.status.value.is_empty() { "—" } @else { (row.status.value) }
+    }
+}
+
+/// Parameters as short text in the command line's words, the full JSON one click away.
+fn params_cell(problem: &str, params_json: &str) -> Markup {
+    let short = render::params_short(problem, params_json);
+    html! {
+        details.params {
+            summary data-k="params-short" {
+                @if short.is_empty() { span.muted { "defaults" } } @else { (short) }
+            }
+            pre.json { (params_json) }
+        }
     }
 }
 
 /// The campaigns page.
-pub fn campaigns(rows: &[CampaignRow]) -> String {
-    let mut out = String::from("<h1>Campaigns</h1>");
-    if rows.is_empty() {
-        out.push_str(
-            "<p class=\"muted\">No campaigns yet: <code>grind campaign add --coordinator URL PROBLEM ...</code></p>",
-        );
-        return out;
+pub fn campaigns(rows: &[CampaignRow]) -> Markup {
+    html! {
+        h1 { "Campaigns" }
+        @if rows.is_empty() {
+            p.muted { "No campaigns yet: " code { "grind campaign add --coordinator URL PROBLEM ..." } }
+        } @else {
+            div.scroll {
+                table #campaigns {
+                    thead { tr {
+                        th { "#" } th { "Problem" } th.params { "Parameters" } th { "State" }
+                        th.num { "Best" } th { "Proven" } th { "Progress" }
+                        th.num { "Pending" } th.num { "Leased" } th.num { "Done" } th.num { "Failed" }
+                        th.num title="workers holding a lease of this campaign now" { "Workers" }
+                        th.num { "Units/s" } th { "ETA" }
+                    } }
+                    tbody {
+                        @for row in rows { (campaign_row(row)) }
+                    }
+                }
+            }
+        }
     }
-    out.push_str(
-        "<div class=\"scroll\"><table id=\"campaigns\"><thead><tr><th>#</th><th>Problem</th>\
-         <th class=\"params hide-sm\">Parameters</th><th>State</th><th class=\"num\">Best</th><th>Proven</th>\
-         <th>Progress</th><th class=\"num\">Pending</th><th class=\"num\">Leased</th>\
-         <th class=\"num\">Done</th><th class=\"num\">Failed</th><th class=\"num\">Workers</th>\
-         <th class=\"num\">Units/s</th><th>ETA</th></tr></thead><tbody>",
-    );
-    for row in rows {
-        let s = &row.status;
-        let u = s.units.unwrap_or_default();
-        let _ = write!(
-            out,
-            "<tr data-campaign=\"{id}\"><td><a href=\"/campaigns/{id}\">{id}</a></td>\
-             <td><a href=\"/campaigns/{id}\" data-k=\"problem\">{problem}</a>{name}</td>\
-             <td class=\"params hide-sm\"><code>{params}</code></td><td>{state}</td>\
-             <td class=\"num\" data-k=\"value\">{value}</td><td>{proven}</td><td>{bar}</td>\
-             <td class=\"num\" data-k=\"pending\">{pending}</td><td class=\"num\" data-k=\"leased\">{leased}</td>\
-             <td class=\"num\" data-k=\"done\">{done}</td><td class=\"num\" data-k=\"failed\">{failed}</td>\
-             <td class=\"num\" data-k=\"workers\">{workers}</td><td class=\"num\">{rate}</td><td>{eta}</td></tr>",
-            id = s.campaign_id,
-            problem = esc(&s.problem),
-            name = if s.name.is_empty() || s.name == format!("{} {}", s.problem, s.params_json) {
-                String::new()
-            } else {
-                format!("<div class=\"small\">{}</div>", esc(&s.name))
-            },
-            params = esc(&s.params_json),
-            state = badge(&s.state),
-            value = value_text(row),
-            proven = proven(s.proven),
-            bar = progress_bar(&row.estimate),
-            pending = u.pending + u.verifying,
-            leased = u.leased,
-            done = u.done,
-            failed = u.failed,
-            workers = s.workers,
-            rate = fmt_rate(row.throughput.units_per_second),
-            eta = eta(row),
-        );
-    }
-    out.push_str("</tbody></table></div>");
-    out
 }
 
-fn card(key: &str, value: &str) -> String {
-    format!("<div class=\"card\"><div class=\"k\">{key}</div><div class=\"v\">{value}</div></div>")
+fn campaign_row(row: &CampaignRow) -> Markup {
+    let s = &row.status;
+    let u = s.units.unwrap_or_default();
+    let id = s.campaign_id;
+    let href = format!("/campaigns/{id}");
+    let default_name = s.name.is_empty() || s.name == format!("{} {}", s.problem, s.params_json);
+    html! {
+        tr data-campaign=(id) {
+            td { a href=(href) { (id) } }
+            td {
+                a href=(href) data-k="problem" { (s.problem) }
+                @if !default_name { div.small { (s.name) } }
+            }
+            td.params { (params_cell(&s.problem, &s.params_json)) }
+            td { (badge(&s.state)) }
+            td.num data-k="value" { (value_text(row)) }
+            td { (proven(s.proven)) }
+            td { (progress_bar(&row.estimate)) }
+            td.num data-k="pending" { (u.pending + u.verifying) }
+            td.num data-k="leased" { (u.leased) }
+            td.num data-k="done" { (u.done) }
+            td.num data-k="failed" { (u.failed) }
+            td.num data-k="workers" { (s.workers) }
+            td.num { (fmt_rate(row.throughput.units_per_second)) }
+            td { (eta(row)) }
+        }
+    }
+}
+
+fn card(key: &str, value: Markup) -> Markup {
+    html! { div.card { div.k { (key) } div.v { (value) } } }
 }
 
 /// One campaign's page.
-pub fn campaign(d: &CampaignDetail) -> String {
+pub fn campaign(d: &CampaignDetail) -> Markup {
     let s = &d.row.status;
     let u = s.units.unwrap_or_default();
     let id = s.campaign_id;
-    let mut out = String::new();
-    let _ = write!(
-        out,
-        "<h1 data-campaign=\"{id}\">Campaign {id} · {problem} {state}</h1><div class=\"cards\">",
-        problem = esc(&s.problem),
-        state = badge(&s.state),
-    );
     let total = u.pending + u.verifying + u.leased + u.done + u.failed;
-    for (k, v) in [
-        (
-            "best value",
-            format!("<span data-k=\"value\">{}</span>", value_text(&d.row)),
-        ),
-        ("proven", proven(s.proven).to_string()),
-        ("progress", progress_bar(&d.row.estimate)),
-        ("ETA", eta(&d.row)),
-        (
-            "units done",
-            format!(
-                "<span data-k=\"done\">{}</span> / {total}{}",
-                u.done,
-                if u.split_complete { "" } else { "+" }
-            ),
-        ),
-        (
-            "pending · leased · failed",
-            format!(
-                "<span data-k=\"pending\">{}</span> · <span data-k=\"leased\">{}</span> · <span data-k=\"failed\">{}</span>",
-                u.pending + u.verifying,
-                u.leased,
-                u.failed
-            ),
-        ),
-        ("workers", format!("<span data-k=\"workers\">{}</span>", s.workers)),
-        (
-            "throughput",
-            format!(
-                "{} units/s · {} CPU",
-                fmt_rate(d.row.throughput.units_per_second),
-                fmt_rate(d.row.throughput.cpu_seconds_per_second)
-            ),
-        ),
-        ("CPU time", fmt_duration(s.cpu_seconds)),
-        ("disputed", u.disputed.to_string()),
-    ] {
-        out.push_str(&card(k, &v));
-    }
-    let _ = write!(
-        out,
-        "</div><p class=\"small\">Objective {objective} · created {created} UTC{finished} · \
-         estimate from {samples} unit-size sample(s), method “{method}”</p>\
-         <h2>Parameters</h2><pre>{params}</pre>",
-        objective = esc(&s.objective),
-        created = fmt_time(s.created_ms),
-        finished = if s.finished_ms > 0 {
-            format!(" · finished {} UTC", fmt_time(s.finished_ms))
-        } else {
-            String::new()
-        },
-        samples = d.row.estimate.samples,
-        method = d.row.estimate.method,
-        params = esc(&s.params_json),
-    );
-    out.push_str("<h2>Incumbent</h2>");
-    if let Some(drawing) = &d.drawing {
-        let _ = write!(out, "<div class=\"scroll\">{drawing}</div>");
-    }
-    match &d.rendering {
-        Some(text) => {
-            let _ = write!(out, "<pre id=\"rendering\">{}</pre>", esc(text));
+    html! {
+        h1 data-campaign=(id) { "Campaign " (id) " · " (s.problem) " " (badge(&s.state)) }
+        div.cards {
+            (card("best value", html! { span data-k="value" { (value_text(&d.row)) } }))
+            (card("proven", proven(s.proven)))
+            (card("progress", progress_bar(&d.row.estimate)))
+            (card("ETA", eta(&d.row)))
+            (card("units done", html! {
+                span data-k="done" { (u.done) } " / " (total) @if !u.split_complete { "+" }
+            }))
+            (card("pending · leased · failed", html! {
+                span data-k="pending" { (u.pending + u.verifying) } " · "
+                span data-k="leased" { (u.leased) } " · "
+                span data-k="failed" { (u.failed) }
+            }))
+            (card("workers", html! { span data-k="workers" { (s.workers) } }))
+            (card("throughput", html! {
+                (fmt_rate(d.row.throughput.units_per_second)) " units/s · "
+                (fmt_rate(d.row.throughput.cpu_seconds_per_second)) " CPU"
+            }))
+            (card("CPU time", html! { (fmt_duration(s.cpu_seconds)) }))
+            (card("disputed", html! { (u.disputed) }))
         }
-        None => out.push_str("<p class=\"muted\">No result yet.</p>"),
+        p.small {
+            "Objective " (s.objective) " · created " (fmt_time(s.created_ms)) " UTC"
+            @if s.finished_ms > 0 { " · finished " (fmt_time(s.finished_ms)) " UTC" }
+            " · estimate from " (d.row.estimate.samples) " unit-size sample(s), method “"
+            (d.row.estimate.method) "”"
+        }
+        h2 { "Parameters" }
+        (params_cell(&s.problem, &s.params_json))
+        h2 { "Incumbent" }
+        @if let Some(drawing) = &d.drawing { div.drawing { (drawing) } }
+        @match &d.rendering {
+            Some(text) => pre #rendering { (text) },
+            None => p.muted { "No result yet." },
+        }
+        p {
+            "Export: " a href={ "/api/campaigns/" (id) "/export" } { "submission" }
+            " · " a href={ "/api/campaigns/" (id) "/provenance" } { "provenance record" }
+            " · " a href={ "/api/campaigns/" (id) } { "status JSON" }
+            " · " a href={ "/api/campaigns/" (id) "/events" } { "events JSON" }
+        }
+        @if s.objective == "max" || s.objective == "min" {
+            h2 { "Best value over time" }
+            (best_plot(d))
+        }
+        (improvements_table(&d.improvements, s.solver_version))
+        (events_table(id, &d.events))
     }
-    let _ = write!(
-        out,
-        "<p>Export: <a href=\"/api/campaigns/{id}/export\">submission</a> · \
-         <a href=\"/api/campaigns/{id}/provenance\">provenance record</a> · \
-         <a href=\"/api/campaigns/{id}\">status JSON</a> · \
-         <a href=\"/api/campaigns/{id}/events\">events JSON</a></p>"
-    );
-    if s.objective == "max" || s.objective == "min" {
-        let points: Vec<svg::Point> = d
-            .improvements
-            .iter()
-            .map(|i| svg::Point {
-                at_ms: i.at_ms,
-                score: i.score,
-            })
-            .collect();
-        let end = if s.finished_ms > 0 {
-            s.finished_ms
-        } else {
-            d.improvements
-                .last()
-                .map_or(s.created_ms, |i| i.at_ms)
-                .max(d.events.first().map_or(0, |e| e.at_ms))
-        };
-        let _ = write!(
-            out,
-            "<h2>Best value over time</h2>{}",
-            svg::best_over_time(&points, s.created_ms, end)
-        );
-    }
-    improvements_table(&mut out, &d.improvements, s.solver_version);
-    events_table(&mut out, id, &d.events);
-    out
+}
+
+fn best_plot(d: &CampaignDetail) -> Markup {
+    let s = &d.row.status;
+    let points: Vec<svg::Point> = d
+        .improvements
+        .iter()
+        .map(|i| svg::Point {
+            at_ms: i.at_ms,
+            score: i.score,
+        })
+        .collect();
+    let end = if s.finished_ms > 0 {
+        s.finished_ms
+    } else {
+        d.improvements
+            .last()
+            .map_or(s.created_ms, |i| i.at_ms)
+            .max(d.events.first().map_or(0, |e| e.at_ms))
+    };
+    svg::best_over_time(&points, s.created_ms, end)
 }
 
 /// Most improvements listed on the page (the API has them all).
@@ -280,166 +273,168 @@ const MAX_IMPROVEMENTS_SHOWN: usize = 200;
 
 /// The improvements with their provenance; solver versions older than the campaign's
 /// `current_solver` are marked "older".
-fn improvements_table(out: &mut String, improvements: &[Improvement], current_solver: u32) {
-    let _ = write!(
-        out,
-        "<h2>Provenance of improvements ({})</h2>",
-        improvements.len()
-    );
-    if improvements.is_empty() {
-        out.push_str("<p class=\"muted\">None.</p>");
-        return;
+fn improvements_table(improvements: &[Improvement], current_solver: u32) -> Markup {
+    html! {
+        h2 { "Provenance of improvements (" (improvements.len()) ")" }
+        @if improvements.is_empty() {
+            p.muted { "None." }
+        } @else {
+            div.scroll { table #improvements {
+                thead { tr {
+                    th { "When (UTC)" } th.num { "Score" } th { "Source" } th { "Worker" }
+                    th { "Host" } th { "Version" } th { "Commit" } th.num { "Solver" }
+                    th.num { "Unit" } th.num { "Lease" } th.num { "Lease CPU" }
+                } }
+                tbody {
+                    @for i in improvements.iter().rev().take(MAX_IMPROVEMENTS_SHOWN) {
+                        tr {
+                            td { (fmt_time(i.at_ms)) }
+                            td.num { (i.score) }
+                            td { (i.source) }
+                            td { (i.worker) }
+                            td { (i.host) }
+                            td { (i.worker_version) }
+                            td { code { (i.git_commit.chars().take(12).collect::<String>()) } }
+                            td.num {
+                                (i.solver_version)
+                                @if i.solver_version < current_solver { " (older)" }
+                            }
+                            td.num { @if let Some(u) = i.unit { (u) } }
+                            td.num { @if let Some(l) = i.lease { (l) } }
+                            td.num {
+                                @match i.lease_cpu_seconds {
+                                    Some(cpu) => { (fmt_duration(cpu)) }
+                                    None => { "running" }
+                                }
+                            }
+                        }
+                    }
+                }
+            } }
+        }
     }
-    out.push_str(
-        "<div class=\"scroll\"><table id=\"improvements\"><thead><tr><th>When (UTC)</th>\
-         <th class=\"num\">Score</th><th>Source</th><th>Worker</th><th>Host</th><th>Version</th>\
-         <th>Commit</th><th class=\"num\">Solver</th><th class=\"num\">Unit</th><th class=\"num\">Lease</th>\
-         <th class=\"num\">Lease CPU</th></tr></thead><tbody>",
-    );
-    for i in improvements.iter().rev().take(MAX_IMPROVEMENTS_SHOWN) {
-        let _ = write!(
-            out,
-            "<tr><td>{}</td><td class=\"num\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
-             <td><code>{}</code></td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
-            fmt_time(i.at_ms),
-            i.score,
-            esc(&i.source),
-            esc(&i.worker),
-            esc(&i.host),
-            esc(&i.worker_version),
-            esc(&i.git_commit.chars().take(12).collect::<String>()),
-            if i.solver_version < current_solver {
-                format!("{} (older)", i.solver_version)
-            } else {
-                i.solver_version.to_string()
-            },
-            i.unit.map(|u| u.to_string()).unwrap_or_default(),
-            i.lease.map(|l| l.to_string()).unwrap_or_default(),
-            i.lease_cpu_seconds
-                .map(fmt_duration)
-                .unwrap_or_else(|| "running".into()),
-        );
-    }
-    out.push_str("</tbody></table></div>");
 }
 
-fn events_table(out: &mut String, campaign: i64, events: &[Event]) {
-    let _ = write!(out, "<h2>Event log (latest {})</h2>", events.len());
-    out.push_str(
-        "<div class=\"scroll\"><table id=\"events\"><thead><tr><th class=\"num\">#</th><th>When (UTC)</th>\
-         <th>Kind</th><th class=\"num\">Unit</th><th class=\"num\">Lease</th><th class=\"num\">Worker</th>\
-         <th>Detail</th></tr></thead><tbody>",
-    );
-    let opt = |v: Option<i64>| v.map(|v| v.to_string()).unwrap_or_default();
-    for e in events {
-        let mut detail = e.detail.to_string();
-        if detail.len() > 240 {
-            let cut = (0..=240)
-                .rev()
-                .find(|&i| detail.is_char_boundary(i))
-                .unwrap_or(0);
-            detail.truncate(cut);
-            detail.push('…');
+/// Longest event detail shown in the table (the events JSON has it whole).
+const MAX_DETAIL_CHARS: usize = 240;
+
+fn events_table(campaign: i64, events: &[Event]) -> Markup {
+    html! {
+        h2 { "Event log (latest " (events.len()) ")" }
+        div.scroll { table #events {
+            thead { tr {
+                th.num { "#" } th { "When (UTC)" } th { "Kind" } th.num { "Unit" }
+                th.num { "Lease" } th.num { "Worker" } th { "Detail" }
+            } }
+            tbody {
+                @for e in events {
+                    tr {
+                        td.num { (e.id) }
+                        td { (fmt_time(e.at_ms)) }
+                        td { (e.kind) }
+                        td.num { @if let Some(v) = e.unit { (v) } }
+                        td.num { @if let Some(v) = e.lease { (v) } }
+                        td.num { @if let Some(v) = e.worker { (v) } }
+                        td.wrap { (shorten(&render::json_words(&e.detail), MAX_DETAIL_CHARS)) }
+                    }
+                }
+            }
+        } }
+        @if let Some(last) = events.last() {
+            p.small {
+                a href={ "/api/campaigns/" (campaign) "/events?before=" (last.id) } { "older events (JSON)" }
+            }
         }
-        let _ = write!(
-            out,
-            "<tr><td class=\"num\">{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td>\
-             <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"wrap\"><code>{}</code></td></tr>",
-            e.id,
-            fmt_time(e.at_ms),
-            esc(&e.kind),
-            opt(e.unit),
-            opt(e.lease),
-            opt(e.worker),
-            esc(&detail),
-        );
-    }
-    out.push_str("</tbody></table></div>");
-    if let Some(last) = events.last() {
-        let _ = write!(
-            out,
-            "<p class=\"small\"><a href=\"/api/campaigns/{campaign}/events?before={}\">older events (JSON)</a></p>",
-            last.id
-        );
     }
 }
+
+/// `text` cut to at most `max` bytes (on a character boundary), with `…` when cut.
+fn shorten(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let cut = (0..=max)
+        .rev()
+        .find(|&i| text.is_char_boundary(i))
+        .unwrap_or(0);
+    format!("{}…", &text[..cut])
+}
+
+/// Leases listed per worker on the workers page (the rest counted).
+const LEASES_LISTED: usize = 4;
 
 /// The workers page; `stale_ms` is the silence after which a worker is highlighted.
-pub fn workers(rows: &[WorkerRow], stale_ms: i64) -> String {
+pub fn workers(rows: &[WorkerRow], stale_ms: i64) -> Markup {
     let stale = rows.iter().filter(|w| w.stale).count();
-    let mut out = format!(
-        "<h1>Workers</h1><p class=\"small\"><span data-k=\"registered\">{}</span> registered · \
-         <span data-k=\"connected\">{}</span> connected · {stale} silent for more than {}</p>",
-        rows.len(),
-        rows.len() - stale,
-        fmt_duration(stale_ms as f64 / 1000.0)
-    );
-    if rows.is_empty() {
-        out.push_str("<p class=\"muted\">No worker has registered yet.</p>");
-        return out;
+    html! {
+        h1 { "Workers" }
+        p.small {
+            span data-k="registered" { (rows.len()) } " registered · "
+            span data-k="connected" { (rows.len() - stale) } " connected · "
+            (stale) " silent for more than " (fmt_duration(stale_ms as f64 / 1000.0))
+        }
+        @if rows.is_empty() {
+            p.muted { "No worker has registered yet." }
+        } @else {
+            div.scroll { table #workers {
+                thead { tr {
+                    th.num { "#" } th { "Name" } th { "Host" } th.num { "Cores" }
+                    th.hide-sm { "Version" } th { "Leases now" } th.num { "Last heard" }
+                    th.num { "Units done" } th.num { "CPU" } th.num { "Improvements" }
+                    th.num { "Rejected" }
+                } }
+                tbody { @for w in rows { (worker_row(w)) } }
+            } }
+        }
     }
-    out.push_str(
-        "<div class=\"scroll\"><table id=\"workers\"><thead><tr><th class=\"num\">#</th><th>Name</th>\
-         <th>Host</th><th class=\"num\">Cores</th><th class=\"hide-sm\">Version</th><th>Leases now</th>\
-         <th class=\"num\">Last heard</th><th class=\"num\">Units done</th><th class=\"num\">CPU</th>\
-         <th class=\"num\">Improvements</th><th class=\"num\">Rejected</th></tr></thead><tbody>",
-    );
-    for w in rows {
-        let i = &w.info;
-        let leases = if w.leases.is_empty() {
-            "<span data-k=\"active_leases\">0</span> <span class=\"muted\">idle</span>".to_string()
-        } else {
-            let shown: Vec<String> = w
-                .leases
-                .iter()
-                .take(4)
-                .map(|l| {
-                    let f = l
-                        .fraction
-                        .map(|f| format!(" {:.0}%", f * 100.0))
-                        .unwrap_or_default();
-                    format!(
-                        "<a href=\"/campaigns/{}\">c{}</a>:{}{}",
-                        l.campaign,
-                        l.campaign,
-                        esc(&l.label),
-                        f
-                    )
-                })
-                .collect();
-            let more = w.leases.len().saturating_sub(4);
-            format!(
-                "<span data-k=\"active_leases\">{}</span> <span class=\"small\">{}{}</span>",
-                i.active_leases,
-                shown.join(", "),
-                if more > 0 {
-                    format!(" +{more}")
-                } else {
-                    String::new()
+}
+
+fn worker_row(w: &WorkerRow) -> Markup {
+    let i = &w.info;
+    let more = w.leases.len().saturating_sub(LEASES_LISTED);
+    html! {
+        tr.stale[w.stale] data-worker=(i.worker_id) {
+            td.num { (i.worker_id) }
+            td data-k="name" { (i.name) }
+            td data-k="host" { (i.host) }
+            td.num data-k="cores" { (i.cores) }
+            td.hide-sm data-k="version" { (i.version) }
+            td.wrap {
+                span data-k="active_leases" { (i.active_leases) }
+                " "
+                @if w.leases.is_empty() {
+                    span.muted { "idle" }
+                } @else {
+                    span.small {
+                        @for (n, l) in w.leases.iter().take(LEASES_LISTED).enumerate() {
+                            @if n > 0 { ", " }
+                            a href={ "/campaigns/" (l.campaign) } { "c" (l.campaign) }
+                            ":" (l.label)
+                            @if let Some(f) = l.fraction { " " (format!("{:.0}%", f * 100.0)) }
+                        }
+                        @if more > 0 { " +" (more) }
+                    }
                 }
-            )
-        };
-        let _ = write!(
-            out,
-            "<tr data-worker=\"{id}\"{cls}><td class=\"num\">{id}</td><td data-k=\"name\">{name}</td>\
-             <td>{host}</td><td class=\"num\" data-k=\"cores\">{cores}</td><td class=\"hide-sm\">{version}</td>\
-             <td class=\"wrap\">{leases}</td><td class=\"num age\">{age} ago</td>\
-             <td class=\"num\" data-k=\"units_done\">{done}</td><td class=\"num\">{cpu}</td>\
-             <td class=\"num\">{impr}</td><td class=\"num\" title=\"results outvoted by replication · improvements refused\">{rej} · {rejimp}</td></tr>",
-            id = i.worker_id,
-            cls = if w.stale { " class=\"stale\"" } else { "" },
-            name = esc(&i.name),
-            host = esc(&i.host),
-            cores = i.cores,
-            version = esc(&i.version),
-            age = fmt_duration(w.heartbeat_age_ms as f64 / 1000.0),
-            done = i.units_done,
-            cpu = fmt_duration(i.cpu_seconds),
-            impr = w.tally.improvements,
-            rej = w.rejected_results,
-            rejimp = w.tally.rejected_improvements,
-        );
+            }
+            td.num.age { (fmt_duration(w.heartbeat_age_ms as f64 / 1000.0)) " ago" }
+            td.num data-k="units_done" { (i.units_done) }
+            td.num { (fmt_duration(i.cpu_seconds)) }
+            td.num { (w.tally.improvements) }
+            td.num title="results outvoted by replication · improvements refused" {
+                (w.rejected_results) " · " (w.tally.rejected_improvements)
+            }
+        }
     }
-    out.push_str("</tbody></table></div>");
-    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shortens_on_character_boundaries() {
+        assert_eq!(shorten("abc", 3), "abc");
+        assert_eq!(shorten("abcd", 3), "abc…");
+        assert_eq!(shorten("aé", 2), "a…");
+    }
 }

@@ -1,13 +1,16 @@
 //! The URL table and the HTML page handlers.
 //!
 //! A page request with the `X-Grind-Partial: 1` header gets the page's body alone: that is
-//! how the live-update script refreshes a page in place.
+//! how the live-update script refreshes a page in place. Every response carries a
+//! `Content-Security-Policy` that allows only this site's own assets (no inline script or
+//! style, no other origin), so even text that escaped escaping could not run.
 
 use axum::extract::{Path, State};
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
+use maud::Markup;
 use std::sync::Arc;
 use tokio::sync::watch;
 
@@ -44,13 +47,33 @@ pub fn router(
         .route("/metrics", get(api::metrics))
         .fallback(not_found)
         .with_state(state);
-    match auth {
+    let router = match auth {
         Some(auth) => router.layer(axum::middleware::from_fn_with_state(
             auth,
             super::gate::require_admin,
         )),
         None => router,
-    }
+    };
+    router.layer(axum::middleware::map_response(security_headers))
+}
+
+/// The content security policy of every page: this site's own assets only (stylesheet,
+/// script, fetches, the event stream), no inline script or style, no framing, and forms that
+/// post only here.
+pub const CONTENT_SECURITY_POLICY: &str =
+    "default-src 'self'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'";
+
+async fn security_headers(mut response: Response) -> Response {
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CONTENT_SECURITY_POLICY),
+    );
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    response
 }
 
 /// Unknown paths: gRPC's `UNIMPLEMENTED` for gRPC requests (an unknown service or method), a
@@ -69,16 +92,20 @@ async fn not_found(headers: HeaderMap) -> Response {
 }
 
 /// A page: the body alone for the live-update script, else the whole document.
-fn page(headers: &HeaderMap, title: &str, nav: Nav, api: &str, body: String) -> Response {
+fn page(headers: &HeaderMap, title: &str, nav: Nav, api: &str, body: Markup) -> Response {
     let partial = headers
         .get("x-grind-partial")
         .is_some_and(|v| v.as_bytes() == b"1");
     let html = if partial {
         body
     } else {
-        layout(title, nav, api, &body)
+        layout(title, nav, api, body)
     };
-    ([(header::CACHE_CONTROL, "no-store")], Html(html)).into_response()
+    (
+        [(header::CACHE_CONTROL, "no-store")],
+        Html(html.into_string()),
+    )
+        .into_response()
 }
 
 async fn campaigns_page(
@@ -144,7 +171,11 @@ async fn best_svg(
         web.coordinator.now()
     };
     let body = svg::best_over_time(&points, d.row.status.created_ms, end);
-    Ok(([(header::CONTENT_TYPE, "image/svg+xml")], body).into_response())
+    Ok((
+        [(header::CONTENT_TYPE, "image/svg+xml")],
+        body.into_string(),
+    )
+        .into_response())
 }
 
 async fn css() -> Response {
