@@ -13,6 +13,7 @@ use grind_proto::v1 as pb;
 use grind_proto::v1::admin_client::AdminClient;
 use rusqlite::Connection;
 use serde::Serialize;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -85,9 +86,8 @@ pub struct CaseReport {
     /// unit wall / (workers x threads x campaign time): also counting the wait for idle
     /// workers' next poll after creation.
     pub busy_fraction_from_creation: f64,
-    /// Thread occupancy from the first grant to the last grant (while units were still
-    /// waiting for a worker): what latency hiding controls. Each unit's run is placed at
-    /// [receipt - one way - wall, receipt - one way] on the coordinator's clock.
+    /// Thread occupancy from each worker's first grant to the campaign's last grant (while
+    /// units were still waiting for a worker): what latency hiding controls.
     pub busy_fraction_steady: f64,
     /// Coordinator time from the last grant to the campaign's end, s: the tail, where
     /// some threads idle because no unit is left to give them.
@@ -270,8 +270,15 @@ fn measure(
         [campaign_id],
         |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
     )?;
-    let runs: Vec<(i64, f64)> = conn
-        .prepare("SELECT created_ms, wall_seconds FROM results WHERE campaign_id = ?1")?
+    let runs: Vec<(i64, i64, f64)> = conn
+        .prepare("SELECT worker_id, created_ms, wall_seconds FROM results WHERE campaign_id = ?1")?
+        .query_map([campaign_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+        .collect::<Result<_, _>>()?;
+    let first_grants: HashMap<i64, i64> = conn
+        .prepare(
+            "SELECT worker_id, min(granted_ms) FROM leases WHERE campaign_id = ?1
+             GROUP BY worker_id",
+        )?
         .query_map([campaign_id], |r| Ok((r.get(0)?, r.get(1)?)))?
         .collect::<Result<_, _>>()?;
     let unit_wall_seconds: f64 = conn.query_row(
@@ -290,21 +297,9 @@ fn measure(
             0.0
         }
     };
-    let steady = match (first_grant_ms, last_grant_ms) {
-        (Some(first), Some(last)) if last > first => {
-            let one_way_ms = settings.round_trip.as_secs_f64() * 500.0;
-            let occupied_ms: f64 = runs
-                .iter()
-                .map(|&(received_ms, wall)| {
-                    let end = received_ms as f64 - one_way_ms;
-                    let start = end - wall * 1000.0;
-                    (end.min(last as f64) - start.max(first as f64)).max(0.0)
-                })
-                .sum();
-            occupied_ms / (slots * (last - first) as f64)
-        }
-        _ => 0.0,
-    };
+    let steady = last_grant_ms.map_or(0.0, |last| {
+        steady_fraction(settings, &runs, &first_grants, last)
+    });
     let expected = answers::primes_between(0, settings.units * settings.unit_numbers).to_string();
     let mut verdict = Verdict::default();
     invariants::check_store(&mut conn, StoreExpectations { honest: true }, &mut verdict);
@@ -334,6 +329,38 @@ fn measure(
         checks: verdict.total_checks(),
         violations: verdict.violations,
     })
+}
+
+/// Thread occupancy of each worker from its own first grant to the campaign's last grant,
+/// over all workers: how busy threads were while units were still waiting for a worker
+/// (the start-up wait for an idle worker's next poll and the tail are left out). A unit's
+/// run is placed at [receipt - one way - wall, receipt - one way] on the coordinator's clock.
+fn steady_fraction(
+    settings: &CaseSettings,
+    runs: &[(i64, i64, f64)],
+    first_grants: &HashMap<i64, i64>,
+    last_grant_ms: i64,
+) -> f64 {
+    let one_way_ms = settings.round_trip.as_secs_f64() * 500.0;
+    let last = last_grant_ms as f64;
+    let occupied_ms: f64 = runs
+        .iter()
+        .map(|&(worker, received_ms, wall)| {
+            let first = first_grants.get(&worker).copied().unwrap_or(last_grant_ms) as f64;
+            let end = received_ms as f64 - one_way_ms;
+            let start = end - wall * 1000.0;
+            (end.min(last) - start.max(first)).max(0.0)
+        })
+        .sum();
+    let window_ms: f64 = first_grants
+        .values()
+        .map(|&first| (last - first as f64).max(0.0))
+        .sum();
+    if window_ms > 0.0 {
+        occupied_ms / (settings.threads as f64 * window_ms)
+    } else {
+        0.0
+    }
 }
 
 /// Every unit of the campaign is done with exactly one accepted result, and the units
