@@ -118,6 +118,12 @@ pub fn summary(c: &Value) -> String {
     if n("failed") > 0 {
         line += &format!(" ({} failed)", n("failed"));
     }
+    if n("verifying") > 0 {
+        line += &format!(
+            " · {} verifying (waiting for a replica run on another worker)",
+            n("verifying")
+        );
+    }
     if state == "running" {
         let rate = c["throughput"]["units_per_second"].as_f64().unwrap_or(0.0);
         line += &format!(" · {rate:.2}/s");

@@ -210,6 +210,18 @@ pub fn campaign(d: &CampaignDetail) -> Markup {
                 span data-k="leased" { (u.leased) } " · "
                 span data-k="failed" { (u.failed) }
             }))
+            @if u.verifying > 0 {
+                (card("verifying", html! {
+                    span data-k="verifying" { (u.verifying) }
+                    div.small {
+                        "of the pending units wait for a replica run on another worker"
+                        @if u.verifying_since_ms > 0 {
+                            " (since " (fmt_time(u.verifying_since_ms)) " UTC)"
+                        }
+                        "; a lone worker re-checks its own after the coordinator's self-check delay"
+                    }
+                }))
+            }
             (card("workers", html! { span data-k="workers" { (s.workers) } }))
             (card("throughput", html! {
                 (fmt_rate(d.row.throughput.units_per_second)) " units/s · "
