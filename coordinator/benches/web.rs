@@ -110,6 +110,7 @@ async fn populate(coordinator: &Coordinator) -> (i64, i64) {
                         cursor: Vec::new(),
                         fraction: 0.5,
                     }],
+                    ..Default::default()
                 })
                 .await
                 .map(|_| ())

@@ -274,7 +274,14 @@ impl Coordinator {
         }
         let idle = self.workers_idle();
         let reply = self
-            .write(move |ctx| scheduler::heartbeat(ctx, req.worker_id, &req.leases, idle))
+            .write(move |ctx| {
+                let held = req.complete_list.then_some(scheduler::HeldLeases {
+                    listed: &req.leases,
+                    delivering: &req.delivering,
+                    newest_lease_id: req.newest_lease_id,
+                });
+                scheduler::heartbeat(ctx, req.worker_id, &req.leases, idle, held)
+            })
             .await?;
         crate::metrics::leases_renewed(reply.leases.iter().filter(|l| l.deadline_ms > 0).count());
         Ok(reply)

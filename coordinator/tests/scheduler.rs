@@ -121,6 +121,7 @@ impl Rig {
             .heartbeat(pb::HeartbeatRequest {
                 worker_id: worker,
                 leases: vec![progress],
+                ..Default::default()
             })
             .await
             .unwrap()

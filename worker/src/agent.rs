@@ -87,6 +87,9 @@ struct Agent {
     pace: Pace,
     /// False once the coordinator answered that it has no `CompleteBatch` (older grind).
     batches: bool,
+    /// The highest lease id received (heartbeats report it, so that the coordinator can take
+    /// back leases granted in a reply that never arrived).
+    newest_lease: i64,
 }
 
 /// Moving averages of how long units take and how long a round trip to the coordinator
@@ -165,6 +168,7 @@ pub async fn run(
         locked_out: None,
         pace: Pace::default(),
         batches: true,
+        newest_lease: 0,
     };
     if agent.config.idle_only {
         agent.idle = Some((IdleMonitor::default(), now));
@@ -536,6 +540,9 @@ impl Agent {
             let wait = reply.retry_after_ms.clamp(10, 10_000) as u64;
             self.next_lease = Instant::now() + Duration::from_millis(wait);
         }
+        if let Some(newest) = reply.leases.iter().map(|g| g.lease_id).max() {
+            self.newest_lease = self.newest_lease.max(newest);
+        }
         self.queued.extend(reply.leases);
         self.start_queued();
     }
@@ -562,9 +569,29 @@ impl Agent {
                 fraction: -1.0,
             }))
             .collect();
+        // Every lease this worker still holds: running, queued, or waiting in the outbox.
+        let delivering = self
+            .outbox
+            .iter()
+            .filter_map(|item| match item {
+                Outgoing::Complete(req) => Some(req.lease_id),
+                Outgoing::Release(req) => Some(req.lease_id),
+                Outgoing::Donate(req) => Some(req.lease_id),
+                Outgoing::Improvement(_) => None,
+            })
+            .chain(
+                self.running
+                    .values()
+                    .filter(|r| r.cancelled)
+                    .map(|r| r.grant.lease_id),
+            )
+            .collect();
         let request = pb::HeartbeatRequest {
             worker_id: self.worker_id,
             leases,
+            complete_list: true,
+            delivering,
+            newest_lease_id: self.newest_lease,
         };
         match self.client.heartbeat(request).await {
             Ok(reply) => {

@@ -317,6 +317,7 @@ async fn work(
                         lease_id: grant.lease_id,
                         ..Default::default()
                     }],
+                    ..Default::default()
                 })
                 .await;
             if beat.is_err() {

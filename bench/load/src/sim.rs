@@ -389,6 +389,7 @@ async fn heartbeat(
                 cursor: Vec::new(),
                 fraction: 1.0,
             }],
+            ..Default::default()
         })
         .await;
     if measured {

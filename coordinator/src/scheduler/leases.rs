@@ -230,15 +230,30 @@ fn grant_from_campaign(
     Ok(grants)
 }
 
+/// A worker's full account of the leases it holds, sent with a heartbeat.
+pub struct HeldLeases<'a> {
+    /// The leases it is running or has queued.
+    pub listed: &'a [pb::LeaseProgress],
+    /// The leases whose results or releases wait in its outbox.
+    pub delivering: &'a [i64],
+    /// The highest lease id it has received.
+    pub newest_lease_id: i64,
+}
+
 /// Renews a worker's leases, stores their progress and checkpoints, and tells the worker
-/// which leases to drop and what the current bounds are.
+/// which leases to drop and what the current bounds are. With `held`, the worker's active
+/// leases it has forgotten are taken back first.
 pub fn heartbeat(
     ctx: &Ctx,
     worker_id: i64,
     progress: &[pb::LeaseProgress],
     idle_workers: bool,
+    held: Option<HeldLeases>,
 ) -> Result<pb::HeartbeatReply, Error> {
     touch_worker(ctx, worker_id)?;
+    if let Some(held) = held {
+        take_back_forgotten(ctx, worker_id, &held)?;
+    }
     let mut reply = pb::HeartbeatReply::default();
     let mut campaigns = Vec::new();
     for item in progress {
@@ -273,6 +288,38 @@ pub fn heartbeat(
         }
     }
     Ok(reply)
+}
+
+/// Takes back the active leases of a worker that its account does not name although they
+/// are not newer than the newest lease it has received: they were granted in a reply lost
+/// with its connection, and the worker will never run them. Their units go back to pending
+/// at once (no attempt counted, checkpoints kept) instead of waiting for the lease time.
+/// Leases newer than the worker's newest may still be on their way and are left alone.
+fn take_back_forgotten(ctx: &Ctx, worker_id: i64, held: &HeldLeases) -> Result<usize, Error> {
+    let named: std::collections::HashSet<i64> = held
+        .listed
+        .iter()
+        .map(|p| p.lease_id)
+        .chain(held.delivering.iter().copied())
+        .collect();
+    let forgotten: Vec<LeaseRow> = active_of_worker(ctx.conn, worker_id)?
+        .into_iter()
+        .filter(|lease| lease.id <= held.newest_lease_id && !named.contains(&lease.id))
+        .collect();
+    for lease in &forgotten {
+        end_lease(ctx, lease, "released", false, None)?;
+        event(
+            ctx.conn,
+            ctx.now,
+            "lease_forgotten",
+            Some(lease.campaign_id),
+            Some(lease.unit_id),
+            Some(lease.id),
+            Some(worker_id),
+            json!({"newest_lease_id": held.newest_lease_id}),
+        )?;
+    }
+    Ok(forgotten.len())
 }
 
 /// Extends one lease; `None` when the worker should stop working on it.

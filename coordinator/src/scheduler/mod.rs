@@ -44,7 +44,7 @@ pub use events::event;
 pub use incumbents::{offer_incumbent, running_bounds};
 pub use leases::{
     expire_leases, grace_after_restart, grant_leases, heartbeat, load_lease, owned_lease, release,
-    LeaseRow,
+    HeldLeases, LeaseRow,
 };
 pub use results::complete;
 pub use settle::replicate;

@@ -180,6 +180,7 @@ impl<T: Transport> RawWorker<T> {
             .heartbeat(pb::HeartbeatRequest {
                 worker_id: self.id,
                 leases,
+                ..Default::default()
             })
             .await?;
         Ok(reply.into_inner())
