@@ -471,26 +471,25 @@ impl Searcher {
             Mode::Discover => (obs.bound().map_or(0, |b| b.saturating_add(1)), true),
         };
         let goal = core::Goal {
+            n: self.n,
+            tail: &self.tail,
+            kernel: self.kernel,
             need,
             discover: mode == Mode::Discover,
             skip,
             interval: self.check_interval,
             obs,
         };
-        let (n, kernel, stats) = (self.n, self.kernel, &mut self.stats);
+        let (n, stats) = (self.n, &mut self.stats);
         match self.direction {
             Direction::Forward => {
                 let tree = forward::Forward { tail: self.tail };
-                core::search::<_, { forward::STACK }>(
-                    tree, n, kernel, prefix, resume, limit, goal, stats,
-                )
+                core::search::<_, { forward::STACK }>(tree, prefix, resume, limit, goal, stats)
             }
             Direction::Backward => {
                 backward::check_depth(n, &self.tail, prefix)?;
                 let tree = backward::Backward::new(n, self.tail, skip);
-                core::search::<_, { backward::STACK }>(
-                    tree, n, kernel, prefix, resume, limit, goal, stats,
-                )
+                core::search::<_, { backward::STACK }>(tree, prefix, resume, limit, goal, stats)
             }
         }
     }

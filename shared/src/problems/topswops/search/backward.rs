@@ -4,9 +4,9 @@
 //! unknown card that becomes k when k is unused), child 1 is the leaf "this deck is the start".
 
 use super::bits::{below, bit, top_bit};
-use super::core::Tree;
+use super::core::{Node, Tree};
 use super::simd::Deck;
-use super::tree::{LeafCards, PlainNode, Step};
+use super::tree::{Cards, LeafCards, PlainNode, Step};
 use super::{NO_BOUND, UNKNOWN};
 
 /// Entries of the backward DFS stack (a power of two): paths are as long as the games, at
@@ -40,15 +40,9 @@ pub(super) fn check_depth(n: usize, tail: &[u32; 64], prefix: &[u8]) -> Result<(
 /// A node of the backward tree in plain bytes (used off the hot path).
 #[derive(Clone, Debug)]
 pub(super) struct Plain {
-    /// Position i holds a card value or `UNKNOWN` (bytes from n on are 0).
-    deck: [u8; 32],
-    n: usize,
-    /// Flips every deck of the node takes (its depth).
-    flips: u32,
-    /// Values not on any known card (bit v; 1 is always used).
-    unused: u64,
-    /// Smallest `flips + tail[s]` on the way (the most the node's leaves can reach).
-    cap: u32,
+    /// The deck (unknown cards are `UNKNOWN`), its depth, values not on any known card (1 is
+    /// always used), and the smallest `flips + tail[s]` on the way.
+    cards: Cards,
 }
 
 impl PlainNode for Plain {
@@ -62,20 +56,22 @@ impl PlainNode for Plain {
             *b = UNKNOWN;
         }
         Plain {
-            deck,
-            n,
-            flips: 0,
-            unused: below(n as u32 + 1) & !3,
-            cap: NO_BOUND,
+            cards: Cards {
+                deck,
+                n,
+                flips: 0,
+                unused: below(n as u32 + 1) & !3,
+                cap: NO_BOUND,
+            },
         }
     }
 
     /// The legal un-flips, and the leaf (bit 1).
     fn branches(&self) -> u64 {
         let mut out = 2;
-        for k in 2..=self.n {
-            let c = self.deck[k - 1];
-            if c as usize == k || (c == UNKNOWN && self.unused & bit(k as u32) != 0) {
+        for k in 2..=self.cards.n {
+            let c = self.cards.deck[k - 1];
+            if c as usize == k || (c == UNKNOWN && self.cards.unused & bit(k as u32) != 0) {
                 out |= bit(k as u32);
             }
         }
@@ -88,31 +84,31 @@ impl PlainNode for Plain {
             return Step::Leaf(c);
         }
         let k = v as usize;
-        c.deck[k - 1] = v;
-        c.deck[..k].reverse();
-        c.unused &= !bit(k as u32);
-        c.flips += 1;
+        c.cards.deck[k - 1] = v;
+        c.cards.deck[..k].reverse();
+        c.cards.unused &= !bit(k as u32);
+        c.cards.flips += 1;
         let s = top_bit(c.branches() & !3);
-        c.cap = c.cap.min(c.flips + tail[s as usize & 63]);
+        c.cards.cap = c.cards.cap.min(c.cards.flips + tail[s as usize & 63]);
         Step::Branch(c)
     }
 
     fn hopeless(&self, need: u32, _skip: bool) -> bool {
-        self.cap < need
+        self.cards.cap < need
     }
 
-    fn flips(&self) -> u32 {
-        self.flips
+    fn cards(&self) -> &Cards {
+        &self.cards
     }
 
     /// The unknown positions get the unused values.
     fn leaf_cards(&self) -> LeafCards {
-        let n = self.n;
+        let n = self.cards.n;
         LeafCards {
-            deck: self.deck[..n].to_vec(),
-            free: (0..n).filter(|&i| self.deck[i] == UNKNOWN).collect(),
+            deck: self.cards.deck[..n].to_vec(),
+            free: (0..n).filter(|&i| self.cards.deck[i] == UNKNOWN).collect(),
             values: (2..=n as u8)
-                .filter(|&v| self.unused & bit(v as u32) != 0)
+                .filter(|&v| self.cards.unused & bit(v as u32) != 0)
                 .collect(),
         }
     }
@@ -159,40 +155,15 @@ impl Backward {
     }
 }
 
-/// A backward branch node in kernel form.
-#[derive(Clone, Copy)]
-pub(super) struct Node<D> {
-    deck: D,
-    flips: u32,
-    /// Values not on any known card.
-    unused: u64,
-}
-
 impl Tree for Backward {
     type Plain = Plain;
-    type Node<D: Deck> = Node<D>;
+    type Extra = ();
 
     #[inline(always)]
-    fn tail(&self) -> &[u32; 64] {
-        &self.tail
-    }
+    fn extra(_plain: &Plain) {}
 
     #[inline(always)]
-    fn load<D: Deck>(&self, plain: &Plain) -> Node<D> {
-        Node {
-            deck: D::load(&plain.deck),
-            flips: plain.flips,
-            unused: plain.unused,
-        }
-    }
-
-    #[inline(always)]
-    fn flips<D: Deck>(node: &Node<D>) -> u32 {
-        node.flips
-    }
-
-    #[inline(always)]
-    fn children<D: Deck, const SKIP: bool>(&self, node: &Node<D>, need: u32) -> u64 {
+    fn children<D: Deck, const SKIP: bool>(&self, node: &Node<D, ()>, need: u32) -> u64 {
         let moves = legal(node.deck, node.unused, self.pos);
         children(node.deck, moves, node.flips, need, self.skip, self.pos)
     }
@@ -203,10 +174,10 @@ impl Tree for Backward {
     #[inline(always)]
     fn branch<D: Deck, const SKIP: bool>(
         &self,
-        node: &Node<D>,
+        node: &Node<D, ()>,
         k: u32,
         need: u32,
-    ) -> Option<(Node<D>, u64)> {
+    ) -> Option<(Node<D, ()>, u64)> {
         let pos = self.pos;
         let x = node.deck.flip(k).set_top(k);
         let unused = node.unused & !bit(k);
@@ -221,6 +192,7 @@ impl Tree for Backward {
             deck: x,
             flips,
             unused,
+            extra: (),
         };
         Some((child, children(x, moves, flips, need, self.skip, pos)))
     }

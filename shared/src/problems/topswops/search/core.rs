@@ -14,26 +14,37 @@ use super::{Kernel, Observer, SearchEnd, SearchStats, MAX_LEAF_DECKS};
 pub(super) trait Tree: Copy {
     /// The same tree's nodes in plain bytes (roots, replays, leaves).
     type Plain: PlainNode;
-    /// A branch node held with kernel `D`: its deck, flips and bookkeeping.
-    type Node<D: Deck>: Copy;
-    /// The tail bounds (`tail[m]` bounds f(m)).
-    fn tail(&self) -> &[u32; 64];
-    /// A plain branch node in kernel form.
-    fn load<D: Deck>(&self, plain: &Self::Plain) -> Self::Node<D>;
-    /// The flips every deck of the node takes so far.
-    fn flips<D: Deck>(node: &Self::Node<D>) -> u32;
+    /// What a node of this tree tracks besides the deck, flips and unused values.
+    type Extra: Copy;
+    /// The extra state of a plain node.
+    fn extra(plain: &Self::Plain) -> Self::Extra;
     /// The children worth trying at `node` for a goal of `need` flips (bit v = child v; the
     /// leaf is child 1). `SKIP`: decks with a fixed point are not wanted.
-    fn children<D: Deck, const SKIP: bool>(&self, node: &Self::Node<D>, need: u32) -> u64;
+    fn children<D: Deck, const SKIP: bool>(&self, node: &Node<D, Self::Extra>, need: u32) -> u64;
     /// The branch child `v` (>= 2, one of the node's children) with its children worth
     /// trying, or `None` when no leaf below it can meet `need` — the hot path.
     fn branch<D: Deck, const SKIP: bool>(
         &self,
-        node: &Self::Node<D>,
+        node: &Node<D, Self::Extra>,
         v: u32,
         need: u32,
-    ) -> Option<(Self::Node<D>, u64)>;
+    ) -> Option<(Node<D, Self::Extra>, u64)>;
 }
+
+/// A branch node on the hot path, its deck held with kernel `D`.
+#[derive(Clone, Copy)]
+pub(super) struct Node<D, X> {
+    pub(super) deck: D,
+    /// The flips every deck of the node takes so far.
+    pub(super) flips: u32,
+    /// Values no known card has (bit v).
+    pub(super) unused: u64,
+    /// What the direction tracks besides.
+    pub(super) extra: X,
+}
+
+/// The hot-path node of tree `T` with kernel `D`.
+type HotNode<T, D> = Node<D, <T as Tree>::Extra>;
 
 /// One level of the explicit DFS stack: a branch node.
 #[derive(Clone, Copy)]
@@ -45,8 +56,15 @@ struct Level<N> {
     lim: u8,
 }
 
-/// What one search call looks for and how often it checks in.
+/// One search call's settings: the deck size, bounds and kernel, what it looks for and how
+/// often it checks in.
 pub(super) struct Goal<'a> {
+    /// The deck size.
+    pub(super) n: usize,
+    /// The tail bounds (`tail[m]` bounds f(m)).
+    pub(super) tail: &'a [u32; 64],
+    /// The kernel to run.
+    pub(super) kernel: Kernel,
     /// Leaves count from this many flips (rises in discovery mode).
     pub(super) need: u32,
     /// Discovery mode: one deck per leaf, and `need` follows the observer's bound.
@@ -59,16 +77,13 @@ pub(super) struct Goal<'a> {
     pub(super) obs: &'a dyn Observer,
 }
 
-/// Searches the unit `prefix` of the tree `tree` for decks of `n` cards in the range
+/// Searches the unit `prefix` of the tree `tree` in the range
 /// `[resume, limit)`, with a stack of `S` levels (a power of two above the longest path), and
 /// leaves its counters in `stats` (reported to the observer as the last progress). Fails when
 /// `prefix` is not a node of the tree, and when a proof-mode leaf stands for more than
 /// [`MAX_LEAF_DECKS`] decks.
-#[allow(clippy::too_many_arguments)]
 pub(super) fn search<T: Tree, const S: usize>(
     tree: T,
-    n: usize,
-    kernel: Kernel,
     prefix: &[u8],
     resume: Option<&[u8]>,
     limit: Option<&[u8]>,
@@ -76,7 +91,8 @@ pub(super) fn search<T: Tree, const S: usize>(
     stats: &mut SearchStats,
 ) -> Result<SearchEnd, String> {
     const { assert!(S.is_power_of_two()) };
-    let root = replay::<T::Plain>(n, tree.tail(), prefix)?;
+    let (n, tail) = (goal.n, goal.tail);
+    let root = replay::<T::Plain>(n, tail, prefix)?;
     if prefix.len() >= S {
         return Err(format!(
             "prefix {prefix:?} is deeper than the search supports"
@@ -85,6 +101,7 @@ pub(super) fn search<T: Tree, const S: usize>(
     let mut run = Run::<T, S> {
         tree,
         n,
+        tail: *tail,
         need: goal.need,
         discover: goal.discover,
         skip: goal.skip,
@@ -97,7 +114,7 @@ pub(super) fn search<T: Tree, const S: usize>(
         path: [0; S],
     };
     run.path[..prefix.len()].copy_from_slice(prefix);
-    let result = run.start(kernel, &root, prefix, resume, limit);
+    let result = run.start(goal.kernel, &root, prefix, resume, limit);
     *stats = run.stats;
     goal.obs.progress(run.stats.nodes);
     result
@@ -107,6 +124,8 @@ pub(super) fn search<T: Tree, const S: usize>(
 struct Run<'a, T, const S: usize> {
     tree: T,
     n: usize,
+    /// The tail bounds (for replays).
+    tail: [u32; 64],
     need: u32,
     discover: bool,
     skip: bool,
@@ -163,8 +182,8 @@ impl<T: Tree, const S: usize> Run<'_, T, S> {
         }
         if *is_leaf {
             // A one-leaf unit: in range unless the resume point lies strictly inside it.
-            if !resume_on && node.flips() >= self.need {
-                self.report(prefix.len(), node.flips())?;
+            if !resume_on && node.cards().flips >= self.need {
+                self.report(prefix.len(), node.cards().flips)?;
             }
             return Ok(SearchEnd::Exhausted);
         }
@@ -172,45 +191,32 @@ impl<T: Tree, const S: usize> Run<'_, T, S> {
             #[cfg(target_arch = "x86_64")]
             Kernel::Narrow if simd::available() && self.n <= 16 => {
                 // SAFETY: SSSE3 was detected at run time.
-                unsafe { self.go_narrow(node, prefix.len(), resume_on) }
+                unsafe { self.go_ssse3::<simd::Narrow>(node, prefix.len(), resume_on) }
             }
             #[cfg(target_arch = "x86_64")]
             Kernel::Wide if simd::available() && self.n <= 32 => {
                 // SAFETY: SSSE3 was detected at run time.
-                unsafe { self.go_wide(node, prefix.len(), resume_on) }
+                unsafe { self.go_ssse3::<simd::Wide>(node, prefix.len(), resume_on) }
             }
             _ if self.skip => self.go::<simd::Bytes, true>(node, prefix.len(), resume_on),
             _ => self.go::<simd::Bytes, false>(node, prefix.len(), resume_on),
         }
     }
 
+    /// The search with an SSSE3 kernel, compiled with SSSE3 enabled so that the kernel's
+    /// shuffles are inlined into the loop.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "ssse3")]
-    unsafe fn go_narrow(
+    unsafe fn go_ssse3<D: Deck>(
         &mut self,
         node: &T::Plain,
         base: usize,
         resume_on: bool,
     ) -> Result<SearchEnd, String> {
         if self.skip {
-            self.go::<simd::Narrow, true>(node, base, resume_on)
+            self.go::<D, true>(node, base, resume_on)
         } else {
-            self.go::<simd::Narrow, false>(node, base, resume_on)
-        }
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "ssse3")]
-    unsafe fn go_wide(
-        &mut self,
-        node: &T::Plain,
-        base: usize,
-        resume_on: bool,
-    ) -> Result<SearchEnd, String> {
-        if self.skip {
-            self.go::<simd::Wide, true>(node, base, resume_on)
-        } else {
-            self.go::<simd::Wide, false>(node, base, resume_on)
+            self.go::<D, false>(node, base, resume_on)
         }
     }
 
@@ -234,10 +240,10 @@ impl<T: Tree, const S: usize> Run<'_, T, S> {
     #[inline(always)]
     fn enter<D: Deck, const SKIP: bool>(
         &self,
-        lvl: &Level<T::Node<D>>,
+        lvl: &Level<HotNode<T, D>>,
         v: u32,
         need: u32,
-    ) -> Option<Level<T::Node<D>>> {
+    ) -> Option<Level<HotNode<T, D>>> {
         let (node, todo) = self.tree.branch::<D, SKIP>(&lvl.node, v, need)?;
         Some(Level { node, todo, lim: 0 })
     }
@@ -253,7 +259,13 @@ impl<T: Tree, const S: usize> Run<'_, T, S> {
     ) -> Result<SearchEnd, String> {
         let tree = self.tree;
         let mut need = self.need;
-        let node = tree.load::<D>(root);
+        let cards = root.cards();
+        let node = Node {
+            deck: D::load(&cards.deck),
+            flips: cards.flips,
+            unused: cards.unused,
+            extra: T::extra(root),
+        };
         let first = Level {
             node,
             todo: tree.children::<D, SKIP>(&node, need),
@@ -292,7 +304,7 @@ impl<T: Tree, const S: usize> Run<'_, T, S> {
                 nodes += 1;
                 let lvl = levels[d & Self::MASK];
                 if r == 1 {
-                    let flips = T::flips(&lvl.node);
+                    let flips = lvl.node.flips;
                     if self.resume.len() == d + 1 && flips >= need {
                         self.stats.nodes = nodes;
                         self.report(d + 1, flips)?;
@@ -356,7 +368,7 @@ impl<T: Tree, const S: usize> Run<'_, T, S> {
             }
             let lvl = &levels[d & Self::MASK];
             if v == 1 {
-                let flips = T::flips(&lvl.node);
+                let flips = lvl.node.flips;
                 if flips >= need {
                     self.stats.nodes = nodes;
                     self.path = path;
@@ -386,7 +398,7 @@ impl<T: Tree, const S: usize> Run<'_, T, S> {
     #[inline(never)]
     fn enter_limit_child<D: Deck, const SKIP: bool>(
         &mut self,
-        levels: &mut [Level<T::Node<D>>; S],
+        levels: &mut [Level<HotNode<T, D>>; S],
         d: usize,
         need: u32,
     ) -> Result<usize, String> {
@@ -396,7 +408,7 @@ impl<T: Tree, const S: usize> Run<'_, T, S> {
         let lvl = *slot;
         self.path[d & Self::MASK] = v as u8;
         if v == 1 {
-            let flips = T::flips(&lvl.node);
+            let flips = lvl.node.flips;
             if flips >= need {
                 self.report(d + 1, flips)?;
             }
@@ -417,7 +429,7 @@ impl<T: Tree, const S: usize> Run<'_, T, S> {
     #[inline(never)]
     fn periodic<D: Deck, const SKIP: bool>(
         &mut self,
-        levels: &mut [Level<T::Node<D>>],
+        levels: &mut [Level<HotNode<T, D>>],
         base: usize,
         d: usize,
     ) -> Result<bool, String> {
@@ -447,7 +459,7 @@ impl<T: Tree, const S: usize> Run<'_, T, S> {
     #[inline(never)]
     fn donate<D: Deck, const SKIP: bool>(
         &mut self,
-        levels: &mut [Level<T::Node<D>>],
+        levels: &mut [Level<HotNode<T, D>>],
         base: usize,
         d: usize,
     ) {
@@ -471,7 +483,7 @@ impl<T: Tree, const S: usize> Run<'_, T, S> {
                     prefix.truncate(depth);
                     prefix.push(w as u8);
                     if w == 1 {
-                        if T::flips(&cur.node) >= need {
+                        if cur.node.flips >= need {
                             out.push(prefix.clone());
                         }
                         break;
@@ -499,7 +511,7 @@ impl<T: Tree, const S: usize> Run<'_, T, S> {
     /// Appends `prefix + [w]` for every child w in `lvl.todo` with a non-empty subtree.
     fn collect<D: Deck, const SKIP: bool>(
         &self,
-        lvl: &Level<T::Node<D>>,
+        lvl: &Level<HotNode<T, D>>,
         prefix: &[u8],
         need: u32,
         out: &mut Vec<Vec<u8>>,
@@ -509,7 +521,7 @@ impl<T: Tree, const S: usize> Run<'_, T, S> {
             let w = todo.trailing_zeros();
             todo &= todo - 1;
             let keep = if w == 1 {
-                T::flips(&lvl.node) >= need
+                lvl.node.flips >= need
             } else {
                 self.enter::<D, SKIP>(lvl, w, need).is_some()
             };
@@ -526,7 +538,7 @@ impl<T: Tree, const S: usize> Run<'_, T, S> {
     #[inline(never)]
     fn report(&mut self, len: usize, flips: u32) -> Result<(), String> {
         let path = self.path[..len].to_vec();
-        let (leaf, _) = replay::<T::Plain>(self.n, self.tree.tail(), &path)?;
+        let (leaf, _) = replay::<T::Plain>(self.n, &self.tail, &path)?;
         let cards = leaf.leaf_cards();
         self.stats.leaves += 1;
         let obs = self.obs;

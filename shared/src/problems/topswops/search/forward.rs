@@ -4,9 +4,9 @@
 //! top again, child 1 is the leaf "the top card is 1".
 
 use super::bits::{below, bit};
-use super::core::Tree;
+use super::core::{Node, Tree};
 use super::simd::{lower, Deck};
-use super::tree::{LeafCards, PlainNode, Step};
+use super::tree::{Cards, LeafCards, PlainNode, Step};
 use super::{check_permutation, NO_BOUND, UNKNOWN};
 
 /// Entries of the forward DFS stack (a power of two > MAX_N + 1: paths are at most n + 1 long).
@@ -15,16 +15,11 @@ pub(super) const STACK: usize = 64;
 /// A node of the forward tree in plain bytes (used off the hot path).
 #[derive(Clone, Debug)]
 pub(super) struct Plain {
-    /// Position i holds a card value or `UNKNOWN | origin` (bytes from n on are 0).
-    deck: [u8; 32],
-    n: usize,
-    flips: u32,
+    /// The deck (unknown cards are `UNKNOWN | origin`), flips, values not assigned yet, and
+    /// the smallest `flips + tail[m]` seen on the way.
+    cards: Cards,
     /// The frozen boundary: positions m+1..n hold exactly the cards m+1..n.
     m: u32,
-    /// Values not assigned yet (bit v).
-    unused: u64,
-    /// Smallest `flips + tail[m]` seen on the way (the most this node's leaves can reach).
-    cap: u32,
     /// Whether a branch on the way assigned v >= 2 to origin v (a fixed point).
     fixed: bool,
     /// Value assigned to each origin (0 = unknown).
@@ -41,66 +36,68 @@ impl PlainNode for Plain {
             *b = UNKNOWN | i as u8;
         }
         Plain {
-            deck,
-            n,
-            flips: 0,
+            cards: Cards {
+                deck,
+                n,
+                flips: 0,
+                unused: (below(n as u32 + 1)) & !1,
+                cap: NO_BOUND,
+            },
             m: n as u32,
-            unused: (below(n as u32 + 1)) & !1,
-            cap: NO_BOUND,
             fixed: false,
             assigned: [0; 32],
         }
     }
 
     fn branches(&self) -> u64 {
-        self.unused
+        self.cards.unused
     }
 
     fn child(&self, v: u8, tail: &[u32; 64]) -> Step<Plain> {
         let mut c = self.clone();
-        let o = (c.deck[0] & !UNKNOWN) as usize;
+        let o = (c.cards.deck[0] & !UNKNOWN) as usize;
         c.assigned[o] = v;
-        c.unused &= !bit(v as u32);
+        c.cards.unused &= !bit(v as u32);
         if v >= 2 && o + 1 == v as usize {
             c.fixed = true;
         }
         if v == 1 {
-            c.deck[0] = 1;
+            c.cards.deck[0] = 1;
             return Step::Leaf(c);
         }
-        c.deck[0] = v;
+        c.cards.deck[0] = v;
         let mut t = v as usize;
         loop {
-            c.deck[..t].reverse();
-            c.flips += 1;
+            c.cards.deck[..t].reverse();
+            c.cards.flips += 1;
             if t as u32 == c.m {
-                c.m = lower(&c.deck, c.m);
-                c.cap = c.cap.min(c.flips + tail[c.m as usize & 63]);
+                c.m = lower(&c.cards.deck, c.m);
+                c.cards.cap = c.cards.cap.min(c.cards.flips + tail[c.m as usize & 63]);
             }
-            let top = c.deck[0];
+            let top = c.cards.deck[0];
             if top & UNKNOWN != 0 {
                 return Step::Branch(c);
             }
-            t = (top as usize).clamp(1, c.n);
+            t = (top as usize).clamp(1, c.cards.n);
         }
     }
 
     fn hopeless(&self, need: u32, skip: bool) -> bool {
-        self.cap < need || (skip && self.fixed)
+        self.cards.cap < need || (skip && self.fixed)
     }
 
-    fn flips(&self) -> u32 {
-        self.flips
+    fn cards(&self) -> &Cards {
+        &self.cards
     }
 
     /// The origins never assigned get the values never used.
     fn leaf_cards(&self) -> LeafCards {
-        let n = self.n;
+        let n = self.cards.n;
         LeafCards {
             deck: self.assigned[..n].to_vec(),
             free: (0..n).filter(|&o| self.assigned[o] == 0).collect(),
             values: (1..=n as u8)
-                .filter(|&v| self.unused & bit(v as u32) != 0)
+                .filter(|&v| self.cards.unused & bit(v as u32) != 0)
                 .collect(),
         }
     }
@@ -112,48 +109,22 @@ pub(super) struct Forward {
     pub(super) tail: [u32; 64],
 }
 
-/// A forward branch node in kernel form.
-#[derive(Clone, Copy)]
-pub(super) struct Node<D> {
-    deck: D,
-    flips: u32,
-    /// The frozen boundary.
-    m: u32,
-    /// Values not assigned yet.
-    unused: u64,
-}
-
 impl Tree for Forward {
     type Plain = Plain;
-    type Node<D: Deck> = Node<D>;
+    type Extra = u32;
 
     #[inline(always)]
-    fn tail(&self) -> &[u32; 64] {
-        &self.tail
+    fn extra(plain: &Plain) -> u32 {
+        plain.m
     }
 
     #[inline(always)]
-    fn load<D: Deck>(&self, plain: &Plain) -> Node<D> {
-        Node {
-            deck: D::load(&plain.deck),
-            flips: plain.flips,
-            m: plain.m,
-            unused: plain.unused,
-        }
-    }
-
-    #[inline(always)]
-    fn flips<D: Deck>(node: &Node<D>) -> u32 {
-        node.flips
-    }
-
-    #[inline(always)]
-    fn children<D: Deck, const SKIP: bool>(&self, node: &Node<D>, need: u32) -> u64 {
+    fn children<D: Deck, const SKIP: bool>(&self, node: &Node<D, u32>, need: u32) -> u64 {
         children::<SKIP>(
             node.deck.top(),
             node.unused,
             node.flips,
-            node.m,
+            node.extra,
             need,
             &self.tail,
         )
@@ -162,16 +133,16 @@ impl Tree for Forward {
     #[inline(always)]
     fn branch<D: Deck, const SKIP: bool>(
         &self,
-        node: &Node<D>,
+        node: &Node<D, u32>,
         v: u32,
         need: u32,
-    ) -> Option<(Node<D>, u64)> {
+    ) -> Option<(Node<D, u32>, u64)> {
         let tail = &self.tail;
         // v is a child (< 64).
         let unused = node.unused & !(1u64 << v);
         let mut x = node.deck.assign_flip(v);
         let mut c = node.flips + 1;
-        let mut m = node.m;
+        let mut m = node.extra;
         if v == m {
             m = x.lower(m);
             if c + tail[m as usize & 63] < need {
@@ -185,8 +156,8 @@ impl Tree for Forward {
                 let child = Node {
                     deck: x,
                     flips: c,
-                    m,
                     unused,
+                    extra: m, // the frozen boundary
                 };
                 return Some((child, todo));
             }

@@ -14,6 +14,22 @@ pub(super) enum Step<N> {
     Branch(N),
 }
 
+/// What the plain nodes of both trees keep.
+#[derive(Clone, Debug)]
+pub(super) struct Cards {
+    /// Position i holds a card value or an unknown card (`UNKNOWN`, forward: `UNKNOWN |
+    /// origin`); bytes from n on are 0.
+    pub(super) deck: [u8; 32],
+    /// The deck size.
+    pub(super) n: usize,
+    /// The flips every deck of the node takes so far.
+    pub(super) flips: u32,
+    /// Values no known card has (bit v).
+    pub(super) unused: u64,
+    /// The most flips the node's leaves can reach (the smallest tail bound on the way).
+    pub(super) cap: u32,
+}
+
 /// A node of one direction's tree in plain bytes.
 pub(super) trait PlainNode: Sized {
     /// How errors name a step of a path (`"value"`, `"un-flip"`).
@@ -29,8 +45,8 @@ pub(super) trait PlainNode: Sized {
     /// Whether no leaf below (or at) this node can have `need` flips; with `skip`, decks with
     /// a fixed point do not count.
     fn hopeless(&self, need: u32, skip: bool) -> bool;
-    /// The flips every deck of this node takes so far.
-    fn flips(&self) -> u32;
+    /// What every plain node keeps.
+    fn cards(&self) -> &Cards;
     /// The decks of this node, which must be a leaf.
     fn leaf_cards(&self) -> LeafCards;
 }
