@@ -3,6 +3,14 @@
 //! limits and stack-splitting donation. Everything
 //! here is single-threaded per call; the caller runs many units concurrently.
 //!
+//! The two directions share everything but their trees: `forward.rs` and `backward.rs` each
+//! say what a node is, which children are worth trying and how a child is entered (in plain
+//! bytes for roots, replays and leaves, `tree::PlainNode`; in a deck kernel for the hot path,
+//! `core::Tree`). `core.rs` is the one depth-first search over either tree (stack, ranges,
+//! checkpoints, donation, leaf reports), `tree.rs` replays paths, lists prefixes and fills a
+//! leaf's unknown cards, `range.rs` compares paths with units, `simd.rs` holds the deck
+//! kernels and `bits.rs` the bit-set helpers.
+//!
 //! # The game
 //!
 //! A deck holds the cards 1..=n, top card first. While the top card is k > 1, the top k cards

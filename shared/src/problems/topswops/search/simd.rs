@@ -412,3 +412,63 @@ mod x86 {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::bits::below;
+    use super::*;
+
+    /// Every kernel flips like the byte-array one, for every size up to its width.
+    #[test]
+    fn kernels_agree_on_flips() {
+        fn check<D: Deck>(width: u32) {
+            let mut state = 0x9e37_79b9_7f4a_7c15u64;
+            for round in 0..2000 {
+                let mut bytes = [0u8; 32];
+                for b in bytes.iter_mut() {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    *b = state as u8;
+                }
+                let w = width as usize;
+                let k = 1 + round % width;
+                let want = Bytes(bytes).flip(k).store();
+                assert_eq!(D::load(&bytes).flip(k).store()[..w], want[..w], "flip {k}");
+                bytes[0] = k as u8;
+                let want = Bytes(bytes).flip(k).store();
+                assert_eq!(
+                    D::load(&bytes).flip_top(k).store()[..w],
+                    want[..w],
+                    "top {k}"
+                );
+                let assigned = D::load(&bytes).assign_flip(k).store();
+                assert_eq!(assigned[..w], want[..w], "assign {k}");
+                assert_eq!(D::load(&bytes).top(), k);
+                let m = 1 + (round * 7) % width;
+                assert_eq!(D::load(&bytes).lower(m), lower(&bytes, m));
+                // Backward-search helpers, on bytes with planted matches and unknowns.
+                for (i, b) in bytes.iter_mut().enumerate().take(w) {
+                    if (round as usize + i).is_multiple_of(3) {
+                        *b = i as u8 + 1;
+                    }
+                }
+                let lanes = below(width);
+                let b = Bytes(bytes);
+                assert_eq!(D::load(&bytes).matches() & lanes, b.matches() & lanes);
+                assert_eq!(D::load(&bytes).unknowns() & lanes, b.unknowns() & lanes);
+                assert_eq!(D::load(&bytes).inert(m) & lanes, b.inert(m) & lanes);
+                assert_eq!(
+                    D::load(&bytes).set_top(k).store()[..w],
+                    b.set_top(k).store()[..w]
+                );
+            }
+        }
+        check::<Bytes>(32);
+        #[cfg(target_arch = "x86_64")]
+        if available() {
+            check::<Narrow>(16);
+            check::<Wide>(32);
+        }
+    }
+}
