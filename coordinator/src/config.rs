@@ -22,7 +22,8 @@ pub struct Config {
     pub max_capacity: u32,
     /// Most active leases one worker may hold.
     pub max_leases_per_worker: u32,
-    /// Calls a second each worker identity may make (bursts of as many).
+    /// Calls a second each worker identity may make (bursts of as many); 0 means no limit
+    /// (the embedded `grind run`, whose workers are its own).
     pub worker_calls_per_second: u32,
     /// Registrations a second accepted from one network address (bursts of as many).
     pub registrations_per_second: u32,

@@ -42,8 +42,8 @@ struct Inner {
     hungry: std::sync::Mutex<std::collections::HashMap<i64, i64>>,
     /// Workers known not to be banned, with the token they registered with.
     admitted: std::sync::Mutex<std::collections::HashMap<i64, Option<i64>>>,
-    /// Calls per second allowed to each worker identity.
-    worker_calls: DefaultKeyedRateLimiter<i64>,
+    /// Calls per second allowed to each worker identity (none: unlimited).
+    worker_calls: Option<DefaultKeyedRateLimiter<i64>>,
     /// Registrations per second allowed from each network address.
     registrations: DefaultKeyedRateLimiter<std::net::IpAddr>,
 }
@@ -67,7 +67,8 @@ impl Coordinator {
                 bounds,
                 hungry: Default::default(),
                 admitted: Default::default(),
-                worker_calls: RateLimiter::keyed(per_second(config_limits.0)),
+                worker_calls: (config_limits.0 > 0)
+                    .then(|| RateLimiter::keyed(per_second(config_limits.0))),
                 registrations: RateLimiter::keyed(per_second(config_limits.1)),
             }),
         }
@@ -241,16 +242,27 @@ impl Coordinator {
         let leases = self
             .write(move |ctx| scheduler::grant_leases(ctx, worker_id, capacity))
             .await?;
+        Ok(self.lease_reply(worker_id, capacity, leases))
+    }
+
+    /// The reply to a request for `capacity` leases that got `leases`; notes a short answer
+    /// (the worker is hungry: running units are then asked to donate).
+    fn lease_reply(
+        &self,
+        worker_id: i64,
+        capacity: u32,
+        leases: Vec<pb::LeaseGrant>,
+    ) -> pb::LeaseReply {
         self.note_hunger(worker_id, (leases.len() as u32) < capacity);
         let retry_after_ms = if leases.is_empty() {
             self.inner.config.heartbeat_interval_ms.clamp(100, 5_000)
         } else {
             0
         };
-        Ok(pb::LeaseReply {
+        pb::LeaseReply {
             leases,
             retry_after_ms,
-        })
+        }
     }
 
     /// Renews leases.
@@ -361,26 +373,12 @@ impl Coordinator {
 
     /// Verifies and records a unit result (idempotent per unit).
     pub async fn complete(&self, req: pb::CompleteRequest) -> Result<pb::CompleteReply, Error> {
-        let result = req
-            .result
-            .ok_or_else(|| Error::InvalidArgument("a completion needs a result".into()))?;
-        let (_, problem) = self.lease_and_problem(req.worker_id, req.lease_id).await?;
-        let verified = verify_result(problem, &result, &req.unit_payload).await?;
-        let usage = Usage {
-            nodes: result.nodes,
-            cpu_seconds: sane_seconds(result.cpu_seconds),
-            wall_seconds: sane_seconds(result.wall_seconds),
-            solver_version: result.solver_version,
-        };
-        let (worker_id, lease_id) = (req.worker_id, req.lease_id);
-        let covered = req.unit_payload;
-        // Only a result carrying a solution can move a bound: skip the re-read otherwise
-        // (this is the hot path of count campaigns).
-        let may_move_bound = matches!(verified, VerifiedResult::Best(Some(_), _, _));
+        let settled = self.prepare_completion(req).await?;
+        let may_move_bound = settled.may_move_bound;
         let reply = self
             .write(move |ctx| {
-                scheduler::touch_worker(ctx, worker_id)?;
-                scheduler::complete(ctx, worker_id, lease_id, &covered, &verified, usage)
+                scheduler::touch_worker(ctx, settled.worker_id)?;
+                settled.settle(ctx)
             })
             .await?;
         self.changed();
@@ -388,6 +386,99 @@ impl Coordinator {
             self.refresh_bounds().await;
         }
         Ok(reply)
+    }
+
+    /// Settles several results in order and then leases more work, in one durable commit.
+    /// A completion that `complete` would refuse is refused alone (its outcome carries the
+    /// error); the others are settled as usual.
+    pub async fn complete_batch(
+        &self,
+        req: pb::CompleteBatchRequest,
+    ) -> Result<pb::CompleteBatchReply, Error> {
+        if req.completions.len() > MAX_BATCH_COMPLETIONS {
+            return Err(Error::InvalidArgument(format!(
+                "a batch holds at most {MAX_BATCH_COMPLETIONS} completions, not {}",
+                req.completions.len()
+            )));
+        }
+        let worker_id = req.worker_id;
+        let mut prepared = Vec::with_capacity(req.completions.len());
+        for completion in req.completions {
+            prepared.push(if completion.worker_id != worker_id {
+                Err(Error::InvalidArgument(format!(
+                    "a completion for worker {} inside worker {worker_id}'s batch",
+                    completion.worker_id
+                )))
+            } else {
+                self.prepare_completion(completion).await
+            });
+        }
+        let may_move_bound = prepared
+            .iter()
+            .any(|p| p.as_ref().is_ok_and(|p| p.may_move_bound));
+        let capacity = req.lease_capacity;
+        let (outcomes, leases) = self
+            .write(move |ctx| {
+                scheduler::touch_worker(ctx, worker_id)?;
+                let outcomes: Vec<pb::CompleteOutcome> = prepared
+                    .into_iter()
+                    .map(
+                        |p| match p.and_then(|p| in_savepoint(ctx, |ctx| p.settle(ctx))) {
+                            Ok(reply) => pb::CompleteOutcome {
+                                reply: Some(reply),
+                                ..Default::default()
+                            },
+                            Err(err) => {
+                                let status = tonic::Status::from(err);
+                                pb::CompleteOutcome {
+                                    reply: None,
+                                    error_code: status.code() as i32,
+                                    error: status.message().to_string(),
+                                }
+                            }
+                        },
+                    )
+                    .collect();
+                let leases = if capacity > 0 {
+                    scheduler::grant_leases(ctx, worker_id, capacity)?
+                } else {
+                    Vec::new()
+                };
+                Ok((outcomes, leases))
+            })
+            .await?;
+        self.changed();
+        if may_move_bound {
+            self.refresh_bounds().await;
+        }
+        let lease = (capacity > 0).then(|| self.lease_reply(worker_id, capacity, leases));
+        Ok(pb::CompleteBatchReply { outcomes, lease })
+    }
+
+    /// Reads a completion's lease and re-checks its result (CPU-heavy checks on blocking
+    /// threads), ready for the store write.
+    async fn prepare_completion(&self, req: pb::CompleteRequest) -> Result<Settlement, Error> {
+        let result = req
+            .result
+            .ok_or_else(|| Error::InvalidArgument("a completion needs a result".into()))?;
+        let (_, problem) = self.lease_and_problem(req.worker_id, req.lease_id).await?;
+        let verified = verify_result(problem, &result, &req.unit_payload).await?;
+        // Only a result carrying a solution can move a bound: skip the re-read otherwise
+        // (this is the hot path of count campaigns).
+        let may_move_bound = matches!(verified, VerifiedResult::Best(Some(_), _, _));
+        Ok(Settlement {
+            worker_id: req.worker_id,
+            lease_id: req.lease_id,
+            covered: req.unit_payload,
+            verified,
+            usage: Usage {
+                nodes: result.nodes,
+                cpu_seconds: sane_seconds(result.cpu_seconds),
+                wall_seconds: sane_seconds(result.wall_seconds),
+                solver_version: result.solver_version,
+            },
+            may_move_bound,
+        })
     }
 
     /// Takes a lease back unfinished.
@@ -427,7 +518,12 @@ impl Coordinator {
     /// when its identity belongs to another token than the caller's (admin tokens may act
     /// for any worker), or when the worker calls faster than its rate limit.
     pub async fn admit(&self, worker_id: i64, caller: Option<Caller>) -> Result<(), Error> {
-        if self.inner.worker_calls.check_key(&worker_id).is_err() {
+        if let Some(Err(_)) = self
+            .inner
+            .worker_calls
+            .as_ref()
+            .map(|l| l.check_key(&worker_id))
+        {
             return Err(Error::ResourceExhausted(format!(
                 "worker {worker_id} calls too often; slow down"
             )));
@@ -497,7 +593,9 @@ impl Coordinator {
 
     /// Forgets rate-limit state of callers not seen lately (called by the sweep).
     pub fn trim_rate_limits(&self) {
-        self.inner.worker_calls.retain_recent();
+        if let Some(limiter) = &self.inner.worker_calls {
+            limiter.retain_recent();
+        }
         self.inner.registrations.retain_recent();
     }
 
@@ -685,6 +783,50 @@ async fn verify_solution(problem: Arc<dyn Problem>, solution_json: &str) -> Resu
 
 /// Checks a unit result against its campaign's objective; CPU-heavy checks run off the
 /// async runtime. A result that does not check out is an error and changes nothing.
+/// Most completions one `CompleteBatch` may carry.
+pub const MAX_BATCH_COMPLETIONS: usize = 4096;
+
+/// A checked completion waiting for its store write.
+struct Settlement {
+    worker_id: i64,
+    lease_id: i64,
+    covered: Vec<u8>,
+    verified: VerifiedResult,
+    usage: Usage,
+    may_move_bound: bool,
+}
+
+impl Settlement {
+    /// Settles the completion inside the current write.
+    fn settle(&self, ctx: &Ctx) -> Result<pb::CompleteReply, Error> {
+        scheduler::complete(
+            ctx,
+            self.worker_id,
+            self.lease_id,
+            &self.covered,
+            &self.verified,
+            self.usage,
+        )
+    }
+}
+
+/// Runs `f` inside a savepoint of the current write: if it fails, what it did is rolled
+/// back alone and the rest of the write goes on.
+fn in_savepoint<R>(ctx: &Ctx, f: impl FnOnce(&Ctx) -> Result<R, Error>) -> Result<R, Error> {
+    ctx.conn.execute_batch("SAVEPOINT batch_item")?;
+    match f(ctx) {
+        Ok(value) => {
+            ctx.conn.execute_batch("RELEASE batch_item")?;
+            Ok(value)
+        }
+        Err(err) => {
+            ctx.conn
+                .execute_batch("ROLLBACK TO batch_item; RELEASE batch_item")?;
+            Err(err)
+        }
+    }
+}
+
 async fn verify_result(
     problem: Arc<dyn Problem>,
     result: &pb::UnitResult,

@@ -100,6 +100,15 @@ impl Worker for WorkerService {
         reply(self.0.complete(req).await)
     }
 
+    async fn complete_batch(
+        &self,
+        request: Request<pb::CompleteBatchRequest>,
+    ) -> Result<Response<pb::CompleteBatchReply>, Status> {
+        let (caller, req) = split(request);
+        self.0.admit(req.worker_id, caller).await?;
+        reply(self.0.complete_batch(req).await)
+    }
+
     async fn release(
         &self,
         request: Request<pb::ReleaseRequest>,

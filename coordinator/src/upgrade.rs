@@ -3,11 +3,10 @@
 //! records when; results and incumbents keep the version that produced them.
 
 use grind_shared::registry;
-use rusqlite::params;
 use serde_json::json;
 
 use crate::error::Error;
-use crate::scheduler::{event, Ctx};
+use crate::scheduler::{campaigns, event, Ctx};
 
 /// Raises the solver version of every unfinished campaign whose problem this binary solves
 /// with a newer solver. Returns the upgraded campaigns as (id, from, to).
@@ -29,9 +28,7 @@ pub fn upgrade_solver_versions(ctx: &Ctx) -> Result<Vec<(i64, u32, u32)>, Error>
         };
         let current = entry.solver_version;
         if current > stored {
-            ctx.conn
-                .prepare_cached("UPDATE campaigns SET solver_version = ?2 WHERE id = ?1")?
-                .execute(params![id, current])?;
+            campaigns::set_solver_version(ctx, id, current)?;
             event(
                 ctx.conn,
                 ctx.now,

@@ -5,6 +5,7 @@
 mod common;
 
 use common::*;
+use grind_proto::v1 as pb;
 use serde_json::json;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -89,59 +90,64 @@ fn replay(cities: usize, bridges: &[(usize, usize, u64)], walk: &[u64]) -> Optio
     seen.iter().all(|&s| s).then_some(cost)
 }
 
+/// Asserts a finished campaign has the value of one uninterrupted local solve of the
+/// `size` x `size` grid of `seed`, proven, and a best walk that replays to it; returns that
+/// optimum.
+fn assert_matches_local_solve(done: &pb::CampaignStatus, size: usize, seed: u64) -> u64 {
+    let grid = grind_shared::problems::grid::instance::Instance::generate(size, seed).unwrap();
+    let local = grind_shared::problems::grid::solve_instance(&grid, None).unwrap();
+    assert!(local.proven);
+    assert_eq!(done.value, local.cost.to_string());
+    let walk: Vec<u64> = solution_field(done, "walk");
+    assert_eq!(
+        replay(size * size, &generated_bridges(size, seed), &walk),
+        Some(local.cost)
+    );
+    local.cost
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_small_grid_is_proven_optimal_across_two_workers() {
-    let dir = tempfile::tempdir().unwrap();
-    let coord = start_coordinator(dir.path(), 5_000, &[]);
-    let mut admin = admin(&coord.url).await;
-    let _w1 = start_worker(&coord.url, "w1", 1);
-    let _w2 = start_worker(&coord.url, "w2", 1);
-    let campaign = create(
-        &mut admin,
-        "grid",
-        json!({"size": 4, "seed": 2026, "split": "endpoints"}),
-        0.0,
-    )
-    .await;
-    let done = wait_finished(&mut admin, campaign, LONG).await;
+    let mut grind = Cluster::start(5_000, &[]).await;
+    let _workers = grind.workers(&["w1", "w2"]);
+    let campaign = grind
+        .create(
+            "grid",
+            json!({"size": 4, "seed": 2026, "split": "endpoints"}),
+            0.0,
+        )
+        .await;
+    let done = grind.wait_finished(campaign, LONG).await;
     let bridges = generated_bridges(4, 2026);
     let optimum = brute_force(16, &bridges);
     assert_eq!(done.state, "done");
     assert!(done.proven);
     assert_eq!(done.value, optimum.to_string());
-    let solution: serde_json::Value = serde_json::from_str(&done.solution_json).unwrap();
-    let walk: Vec<u64> = serde_json::from_value(solution["walk"].clone()).unwrap();
+    let walk: Vec<u64> = solution_field(&done, "walk");
     assert_eq!(replay(16, &bridges, &walk), Some(optimum));
-    let reply = status(&mut admin, campaign).await;
+    let reply = grind.status(campaign).await;
     assert_eq!(done.units.unwrap().done, 15, "one unit per smaller end");
-    let workers: std::collections::BTreeSet<_> = reply
-        .results
-        .iter()
-        .map(|r| r.provenance.as_ref().unwrap().worker_name.clone())
-        .collect();
+    let workers = result_workers(&reply);
     assert_eq!(workers.len(), 2, "both workers solved units: {workers:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_tree_strategy_runs_through_expansion_units() {
-    let dir = tempfile::tempdir().unwrap();
-    let coord = start_coordinator(dir.path(), 5_000, &[]);
-    let mut admin = admin(&coord.url).await;
-    let _w1 = start_worker(&coord.url, "w1", 1);
-    let _w2 = start_worker(&coord.url, "w2", 1);
+    let mut grind = Cluster::start(5_000, &[]).await;
+    let _workers = grind.workers(&["w1", "w2"]);
     // The 3x3 trap of issue 6 from a file: the coordinator stores its text, workers never
     // see the file.
-    let path = dir.path().join("trap3.txt");
+    let path = grind.dir().join("trap3.txt");
     std::fs::write(&path, TRAP3).unwrap();
-    let campaign = create(
-        &mut admin,
-        "grid",
-        json!({"file": path.to_str().unwrap(), "strategy": "tree"}),
-        0.0,
-    )
-    .await;
+    let campaign = grind
+        .create(
+            "grid",
+            json!({"file": path.to_str().unwrap(), "strategy": "tree"}),
+            0.0,
+        )
+        .await;
     std::fs::remove_file(&path).unwrap();
-    let done = wait_finished(&mut admin, campaign, LONG).await;
+    let done = grind.wait_finished(campaign, LONG).await;
     // Every spanning tree is expanded once (the coordinator drops repeats); the best walk
     // along a tree costs 27, above the true optimum 25 that needs a cycle.
     assert_eq!(done.state, "done");
@@ -167,108 +173,68 @@ async fn the_tree_strategy_runs_through_expansion_units() {
         (5, 8, 6),
     ];
     assert_eq!(brute_force(9, &trap), 25);
-    let solution: serde_json::Value = serde_json::from_str(&done.solution_json).unwrap();
-    let walk: Vec<u64> = serde_json::from_value(solution["walk"].clone()).unwrap();
+    let walk: Vec<u64> = solution_field(&done, "walk");
     assert_eq!(replay(9, &trap, &walk), Some(27));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_grid_campaign_resumes_after_a_coordinator_restart() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut coord = start_coordinator(dir.path(), 3_000, &[]);
-    let mut admin_client = admin(&coord.url).await;
-    let campaign = create(
-        &mut admin_client,
-        "grid",
-        json!({"size": 6, "seed": 11, "split": "endpoints"}),
-        0.0,
-    )
-    .await;
-    let _w1 = start_worker(&coord.url, "w1", 1);
-    let _w2 = start_worker(&coord.url, "w2", 1);
-    wait_campaign(
-        &admin_client,
-        campaign,
-        "a few units to finish",
-        LONG,
-        &|c| c.units.unwrap().done >= 3,
-    )
-    .await;
-    coord.proc.kill();
-    let coord = coord.start_again();
-    let mut admin_client = admin(&coord.url).await;
-    let done = wait_finished(&mut admin_client, campaign, LONG).await;
+    let mut grind = Cluster::start(3_000, &[]).await;
+    let campaign = grind
+        .create(
+            "grid",
+            json!({"size": 6, "seed": 11, "split": "endpoints"}),
+            0.0,
+        )
+        .await;
+    let _workers = grind.workers(&["w1", "w2"]);
+    grind
+        .wait_campaign(campaign, "a few units to finish", LONG, &|c| {
+            c.units.unwrap().done >= 3
+        })
+        .await;
+    grind.restart().await;
+    let done = grind.wait_finished(campaign, LONG).await;
     assert_eq!(done.state, "done");
     assert!(done.proven);
     assert_eq!(done.units.unwrap().done, 35);
-    // The same value as one uninterrupted local solve.
-    let grid = grind_shared::problems::grid::instance::Instance::generate(6, 11).unwrap();
-    let local = grind_shared::problems::grid::solve_instance(&grid, None).unwrap();
-    assert!(local.proven);
-    assert_eq!(done.value, local.cost.to_string());
-    let solution: serde_json::Value = serde_json::from_str(&done.solution_json).unwrap();
-    let walk: Vec<u64> = serde_json::from_value(solution["walk"].clone()).unwrap();
-    assert_eq!(
-        replay(36, &generated_bridges(6, 11), &walk),
-        Some(local.cost)
-    );
+    assert_matches_local_solve(&done, 6, 11);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_root_split_campaign_survives_coordinator_and_worker_restarts() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut coord = start_coordinator(dir.path(), 3_000, &[]);
-    let mut admin_client = admin(&coord.url).await;
+    let mut grind = Cluster::start(3_000, &[]).await;
     // 10x10 seed 4 needs a few hundred branch-and-cut nodes: the root unit splits into
     // subtree units after its first nodes, and they spread over both workers.
-    let campaign = create(
-        &mut admin_client,
-        "grid",
-        json!({"size": 10, "seed": 4, "subtrees": 12}),
-        0.0,
-    )
-    .await;
-    let _w1 = start_worker(&coord.url, "w1", 1);
-    let mut w2 = start_worker(&coord.url, "w2", 1);
-    let before = wait_campaign(
-        &admin_client,
-        campaign,
-        "the root to split and a subtree to finish",
-        LONG,
-        &|c| {
-            let u = c.units.unwrap();
-            c.state == "running" && u.done >= 1 && u.done + u.pending + u.leased >= 6
-        },
-    )
-    .await;
+    let campaign = grind
+        .create("grid", json!({"size": 10, "seed": 4, "subtrees": 12}), 0.0)
+        .await;
+    let _w1 = grind.worker("w1");
+    let mut w2 = grind.worker("w2");
+    let before = grind
+        .wait_campaign(
+            campaign,
+            "the root to split and a subtree to finish",
+            LONG,
+            &|c| {
+                let u = c.units.unwrap();
+                c.state == "running" && u.done >= 1 && u.done + u.pending + u.leased >= 6
+            },
+        )
+        .await;
     w2.kill();
-    coord.proc.kill();
+    grind.kill();
     assert_eq!(before.state, "running", "killed mid-campaign");
-    let coord = coord.start_again();
-    let _w2 = start_worker(&coord.url, "w2", 1);
-    let mut admin_client = admin(&coord.url).await;
-    let done = wait_finished(&mut admin_client, campaign, LONG).await;
+    grind.start_again().await;
+    let _w2 = grind.worker("w2");
+    let done = grind.wait_finished(campaign, LONG).await;
     assert_eq!(done.state, "done");
     assert!(done.proven);
     assert!(done.units.unwrap().done >= 6, "{:?}", done.units);
-    // The same value as one uninterrupted local solve.
-    let grid = grind_shared::problems::grid::instance::Instance::generate(10, 4).unwrap();
-    let local = grind_shared::problems::grid::solve_instance(&grid, None).unwrap();
-    assert!(local.proven);
-    assert_eq!(done.value, local.cost.to_string());
-    let solution: serde_json::Value = serde_json::from_str(&done.solution_json).unwrap();
-    let walk: Vec<u64> = serde_json::from_value(solution["walk"].clone()).unwrap();
-    assert_eq!(
-        replay(100, &generated_bridges(10, 4), &walk),
-        Some(local.cost)
-    );
+    let optimum = assert_matches_local_solve(&done, 10, 4);
     // Proven: the stored lower bound is the optimum itself.
-    assert_eq!(solution["lower_bound"], json!(local.cost));
-    let reply = status(&mut admin_client, campaign).await;
-    let workers: std::collections::BTreeSet<_> = reply
-        .results
-        .iter()
-        .map(|r| r.provenance.as_ref().unwrap().worker_name.clone())
-        .collect();
+    assert_eq!(solution(&done)["lower_bound"], json!(optimum));
+    let reply = grind.status(campaign).await;
+    let workers = result_workers(&reply);
     assert_eq!(workers.len(), 2, "both workers solved units: {workers:?}");
 }

@@ -16,7 +16,6 @@ use common::*;
 use grind_chaos::answers;
 use grind_chaos::invariants::{check_store, StoreExpectations, Verdict};
 use grind_proto::v1 as pb;
-use grind_proto::v1::worker_client::WorkerClient;
 use serde_json::json;
 use std::path::Path;
 use std::time::Duration;
@@ -35,73 +34,21 @@ fn assert_store_consistent(db: &Path, honest: bool) {
     assert!(verdict.total_checks() > 0);
 }
 
-async fn lease(
-    client: &mut WorkerClient<Channel>,
-    worker: i64,
-    capacity: u32,
-) -> Vec<pb::LeaseGrant> {
-    client
-        .lease(pb::LeaseRequest {
-            worker_id: worker,
-            capacity,
-        })
-        .await
-        .expect("lease")
-        .into_inner()
-        .leases
-}
-
-fn count(value: impl ToString) -> Option<pb::UnitResult> {
-    Some(pb::UnitResult {
-        count: value.to_string(),
-        ..Default::default()
-    })
-}
-
-fn complete(
-    worker: i64,
-    grant: &pb::LeaseGrant,
-    result: Option<pb::UnitResult>,
-) -> pb::CompleteRequest {
-    pb::CompleteRequest {
-        worker_id: worker,
-        lease_id: grant.lease_id,
-        unit_payload: grant.unit_payload.clone(),
-        result,
-    }
-}
-
-fn events_of(db: &Path, kind: &str) -> i64 {
-    let conn = grind_chaos::observe::open_read_only(db).unwrap();
-    conn.query_row("SELECT count(*) FROM events WHERE kind = ?1", [kind], |r| {
-        r.get(0)
-    })
-    .unwrap()
-}
-
-async fn show(
-    admin: &mut grind_proto::v1::admin_client::AdminClient<Channel>,
-    campaign: i64,
-) -> pb::CampaignStatus {
-    admin
-        .show_campaign(pb::CampaignRef {
-            campaign_id: campaign,
-        })
-        .await
-        .unwrap()
-        .into_inner()
+/// Asserts a finished campaign is done with exactly `total` (a primes count).
+fn assert_done_with(done: &pb::CampaignStatus, total: u64) {
+    assert_eq!(
+        (done.state.as_str(), done.value.clone()),
+        ("done", total.to_string())
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fake_improvements_and_forged_search_results_change_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let coord = start_coordinator(dir.path(), 3_000, &[]);
-    let mut admin = admin(&coord.url).await;
-    let mut client = raw_worker(&coord.url).await;
-    let forger = register(&mut client, "forger").await;
-    let eight = create(&mut admin, "topswops", json!({"n": 8}), 0.0).await;
-    let nine = create(&mut admin, "topswops", json!({"n": 9}), 0.0).await;
-    let grant = lease(&mut client, forger, 1).await.remove(0);
+    let mut grind = Cluster::start(3_000, &[]).await;
+    let mut forger = grind.raw_worker("forger").await;
+    let eight = grind.create("topswops", json!({"n": 8}), 0.0).await;
+    let nine = grind.create("topswops", json!({"n": 9}), 0.0).await;
+    let grant = forger.lease_one().await;
     assert_eq!(grant.campaign_id, eight);
 
     let short = answers::topswops_deck_with(8, 20).unwrap();
@@ -138,22 +85,14 @@ async fn fake_improvements_and_forged_search_results_change_nothing() {
         (enormous, 9, "more than"),
     ];
     for (solution, claimed, why) in &cases {
-        let err = client
-            .report_improvement(pb::ImprovementRequest {
-                worker_id: forger,
-                lease_id: grant.lease_id,
-                campaign_id: eight,
-                solution_json: solution.clone(),
-                claimed_score: *claimed,
-                ..Default::default()
-            })
-            .await
-            .unwrap_err();
-        assert_eq!(err.code(), Code::InvalidArgument, "{why}: {err:?}");
+        let refused = forger
+            .report_improvement(grant.lease_id, eight, solution.clone(), *claimed)
+            .await;
+        let err = assert_refused(refused, Code::InvalidArgument);
         assert!(err.message().contains(why), "{why}: {err:?}");
     }
     assert_eq!(
-        events_of(&coord.db, "improvement_rejected"),
+        count_events(&grind.coord.db, "improvement_rejected"),
         cases.len() as i64
     );
 
@@ -182,28 +121,33 @@ async fn fake_improvements_and_forged_search_results_change_nothing() {
         },
     ];
     for result in forged {
-        let err = client
-            .complete(complete(forger, &grant, Some(result.clone())))
-            .await
-            .unwrap_err();
-        assert_eq!(err.code(), Code::InvalidArgument, "{result:?}: {err:?}");
+        assert_refused(
+            forger.complete(&grant, Some(result)).await,
+            Code::InvalidArgument,
+        );
     }
-    let mut elsewhere = complete(forger, &grant, Some(pb::UnitResult::default()));
-    elsewhere.unit_payload = if grant.unit_payload == [1, 1, 0] {
-        vec![1, 2, 0]
-    } else {
-        vec![1, 1, 0]
+    let elsewhere = pb::LeaseGrant {
+        unit_payload: if grant.unit_payload == [1, 1, 0] {
+            vec![1, 2, 0]
+        } else {
+            vec![1, 1, 0]
+        },
+        ..grant.clone()
     };
-    let err = client.complete(elsewhere).await.unwrap_err();
-    assert_eq!(err.code(), Code::FailedPrecondition, "{err:?}");
-    let status = show(&mut admin, eight).await;
+    assert_refused(
+        forger
+            .complete(&elsewhere, Some(pb::UnitResult::default()))
+            .await,
+        Code::FailedPrecondition,
+    );
+    let status = grind.show(eight).await;
     assert_eq!(status.units.unwrap().leased, 1, "the unit is still leased");
     assert!(status.best_provenance.is_none(), "no incumbent: {status:?}");
 
     // The forger walks away; an honest worker finishes both campaigns exactly.
-    let _honest = start_worker(&coord.url, "honest", 1);
+    let _honest = grind.worker("honest");
     for (campaign, n) in [(eight, 8u8), (nine, 9)] {
-        let done = wait_finished(&mut admin, campaign, WAIT).await;
+        let done = grind.wait_finished(campaign, WAIT).await;
         let f = answers::topswops_max(n).to_string();
         assert_eq!(
             (done.state.as_str(), done.value.as_str(), done.proven),
@@ -212,22 +156,19 @@ async fn fake_improvements_and_forged_search_results_change_nothing() {
         );
         assert_ne!(done.best_provenance.unwrap().worker_name, "forger");
     }
-    assert_store_consistent(&coord.db, true);
+    assert_store_consistent(&grind.coord.db, true);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_hiding_its_best_find_cannot_get_a_wrong_maximum_proven() {
-    let dir = tempfile::tempdir().unwrap();
-    let coord = start_coordinator(dir.path(), 30_000, &[]);
-    let mut admin = admin(&coord.url).await;
-    let mut client = raw_worker(&coord.url).await;
-    let liar = register(&mut client, "liar").await;
+    let mut grind = Cluster::start(30_000, &[]).await;
+    let mut liar = grind.raw_worker("liar").await;
     // Replication at rate 1: every search unit is run again, from its beginning, by another
     // worker.
-    let campaign = create(&mut admin, "topswops", json!({"n": 8}), 1.0).await;
+    let campaign = grind.create("topswops", json!({"n": 8}), 1.0).await;
     let decoy = answers::topswops_deck_with(8, 20).unwrap();
     loop {
-        let grants = lease(&mut client, liar, 8).await;
+        let grants = liar.lease(8).await.expect("lease");
         if grants.is_empty() {
             break;
         }
@@ -238,22 +179,17 @@ async fn a_worker_hiding_its_best_find_cannot_get_a_wrong_maximum_proven() {
                 best_score: 20,
                 ..Default::default()
             };
-            client
-                .complete(complete(liar, &grant, Some(result)))
-                .await
-                .unwrap();
+            liar.complete(&grant, Some(result)).await.unwrap();
         }
     }
     // Every unit the liar searched waits for a replica run, which the liar may not take.
-    let waiting = status(&mut admin, campaign).await.campaigns[0]
-        .units
-        .unwrap();
+    let waiting = grind.status(campaign).await.campaigns[0].units.unwrap();
     assert_eq!(
         waiting.done, 0,
         "a search unit finished on the liar's word alone"
     );
-    let _honest = start_worker(&coord.url, "honest", 1);
-    let done = wait_finished(&mut admin, campaign, WAIT).await;
+    let _honest = grind.worker("honest");
+    let done = grind.wait_finished(campaign, WAIT).await;
     assert!(
         !(done.proven && done.value != "22"),
         "campaign ended proven with f(8) = {} (truth: 22)",
@@ -267,28 +203,24 @@ async fn a_worker_hiding_its_best_find_cannot_get_a_wrong_maximum_proven() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_lying_on_every_count_is_outvoted_while_honest_workers_finish() {
-    let dir = tempfile::tempdir().unwrap();
-    let coord = start_coordinator(dir.path(), 3_000, &[]);
-    let mut admin = admin(&coord.url).await;
-    let mut client = raw_worker(&coord.url).await;
-    let liar = register(&mut client, "liar").await;
-    let campaign = create(
-        &mut admin,
-        "primes",
-        json!({"to": 600_000, "unit": 50_000, "min_unit_ms": 150}),
-        1.0,
-    )
-    .await;
-    let _h1 = start_worker(&coord.url, "honest-1", 1);
-    let _h2 = start_worker(&coord.url, "honest-2", 1);
+    let mut grind = Cluster::start(3_000, &[]).await;
+    let mut liar = grind.raw_worker("liar").await;
+    let campaign = grind
+        .create(
+            "primes",
+            json!({"to": 600_000, "unit": 50_000, "min_unit_ms": 150}),
+            1.0,
+        )
+        .await;
+    let _honest = grind.workers(&["honest-1", "honest-2"]);
     let mut lies = 0;
     let deadline = std::time::Instant::now() + WAIT;
-    while show(&mut admin, campaign).await.state == "running" {
+    while grind.show(campaign).await.state == "running" {
         assert!(
             std::time::Instant::now() < deadline,
             "the campaign did not finish"
         );
-        let grants = lease(&mut client, liar, 2).await;
+        let grants = liar.lease(2).await.expect("lease");
         if grants.is_empty() {
             tokio::time::sleep(Duration::from_millis(100)).await;
             continue;
@@ -296,29 +228,24 @@ async fn a_worker_lying_on_every_count_is_outvoted_while_honest_workers_finish()
         for grant in grants {
             let (lo, hi) = primes_unit(&grant.unit_payload);
             let lie = answers::primes_between(lo, hi) + 1 + lies % 3;
-            let reply = client
-                .complete(complete(liar, &grant, count(lie)))
-                .await
-                .unwrap()
-                .into_inner();
-            if reply.accepted {
+            if liar.complete(&grant, count(lie)).await.unwrap().accepted {
                 lies += 1;
             }
         }
     }
-    let done = wait_finished(&mut admin, campaign, WAIT).await;
+    let done = grind.wait_finished(campaign, WAIT).await;
     assert_eq!(done.state, "done");
-    let reply = status(&mut admin, campaign).await;
+    let reply = grind.status(campaign).await;
     assert_counted_once(&reply, answers::primes_between(0, 600_000));
     let lied: Vec<_> = reply
         .results
         .iter()
-        .filter(|r| r.provenance.as_ref().unwrap().worker_id == liar)
+        .filter(|r| provenance(r).worker_id == liar.id)
         .collect();
     assert_eq!(lied.len() as u64, lies);
     assert!(lies > 0, "the liar got no unit to lie about");
     assert!(lied.iter().all(|r| r.state == "rejected"), "{lied:?}");
-    assert_store_consistent(&coord.db, false);
+    assert_store_consistent(&grind.coord.db, false);
 }
 
 /// Active leases of `worker` with their units' checkpoints.
@@ -338,50 +265,34 @@ fn active_leases(db: &Path, worker: i64) -> Vec<(i64, Option<Vec<u8>>)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replayed_and_forged_lease_ids_are_refused_and_change_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let coord = start_coordinator(dir.path(), 5_000, &[]);
-    let mut admin = admin(&coord.url).await;
-    let mut client = raw_worker(&coord.url).await;
-    let replayer = register(&mut client, "replayer").await;
-    let campaign = create(
-        &mut admin,
-        "primes",
-        json!({"to": 400_000, "unit": 40_000, "min_unit_ms": 1_500}),
-        0.0,
-    )
-    .await;
+    let mut grind = Cluster::start(5_000, &[]).await;
+    let mut replayer = grind.raw_worker("replayer").await;
+    let campaign = grind
+        .create(
+            "primes",
+            json!({"to": 400_000, "unit": 40_000, "min_unit_ms": 1_500}),
+            0.0,
+        )
+        .await;
 
     // One unit done properly, then its completion replayed, changed, and re-released.
-    let grant = lease(&mut client, replayer, 1).await.remove(0);
+    let grant = replayer.lease_one().await;
     let (lo, hi) = primes_unit(&grant.unit_payload);
     let truth = answers::primes_between(lo, hi);
-    let first = client
-        .complete(complete(replayer, &grant, count(truth)))
-        .await
-        .unwrap()
-        .into_inner();
+    let first = replayer.complete(&grant, count(truth)).await.unwrap();
     assert!(first.accepted);
     for replay in [truth, truth + 1000] {
-        let again = client
-            .complete(complete(replayer, &grant, count(replay)))
-            .await
-            .unwrap()
-            .into_inner();
+        let again = replayer.complete(&grant, count(replay)).await.unwrap();
         assert!(again.duplicate && !again.accepted, "{again:?}");
     }
-    client
-        .release(pb::ReleaseRequest {
-            worker_id: replayer,
-            lease_id: grant.lease_id,
-            cursor: b"forged checkpoint".to_vec(),
-            nodes: 0,
-            cpu_seconds: 0.0,
-        })
+    replayer
+        .release(grant.lease_id, b"forged checkpoint".to_vec())
         .await
         .expect("releasing a finished lease is a no-op");
-    let err = client
+    let donated = replayer
+        .client
         .donate(pb::DonateRequest {
-            worker_id: replayer,
+            worker_id: replayer.id,
             lease_id: grant.lease_id,
             units: vec![pb::UnitSpec {
                 label: "more".into(),
@@ -390,55 +301,45 @@ async fn replayed_and_forged_lease_ids_are_refused_and_change_nothing() {
             remaining_payload: grant.unit_payload.clone(),
             remaining_cursor: vec![],
         })
-        .await
-        .unwrap_err();
-    assert_eq!(err.code(), Code::FailedPrecondition, "{err:?}");
-    let c = show(&mut admin, campaign).await;
+        .await;
+    assert_refused(donated, Code::FailedPrecondition);
+    let c = grind.show(campaign).await;
     assert_eq!(
         (c.value.clone(), c.units.unwrap().done),
         (truth.to_string(), 1)
     );
 
     // An honest worker at work; the replayer forges calls on its leases.
-    let _honest = start_worker(&coord.url, "honest", 1);
+    let _honest = grind.worker("honest");
     let honest_id = wait_for("the honest worker to hold a lease", WAIT, || {
-        let mut admin = admin.clone();
-        let db = coord.db.clone();
+        let mut admin = grind.admin.clone();
+        let db = grind.coord.db.clone();
         async move {
-            let workers = admin
-                .status(pb::StatusRequest::default())
-                .await
-                .ok()?
-                .into_inner()
-                .workers;
+            let workers = workers(&mut admin).await;
             let id = workers.iter().find(|w| w.name == "honest")?.worker_id;
             (!active_leases(&db, id).is_empty()).then_some(id)
         }
     })
     .await;
-    let (victim, cursor_before) = active_leases(&coord.db, honest_id).remove(0);
-    let beat = client
-        .heartbeat(pb::HeartbeatRequest {
-            worker_id: replayer,
-            leases: vec![
-                pb::LeaseProgress {
-                    lease_id: victim,
-                    nodes: 1,
-                    cursor: b"forged checkpoint".to_vec(),
-                    fraction: 0.5,
-                },
-                pb::LeaseProgress {
-                    lease_id: grant.lease_id,
-                    ..Default::default()
-                },
-            ],
-        })
+    let (victim, cursor_before) = active_leases(&grind.coord.db, honest_id).remove(0);
+    let beat = replayer
+        .heartbeat(vec![
+            pb::LeaseProgress {
+                lease_id: victim,
+                nodes: 1,
+                cursor: b"forged checkpoint".to_vec(),
+                fraction: 0.5,
+            },
+            pb::LeaseProgress {
+                lease_id: grant.lease_id,
+                ..Default::default()
+            },
+        ])
         .await
-        .unwrap()
-        .into_inner();
+        .unwrap();
     let cancel = pb::LeaseVerdict::Cancel as i32;
     assert!(beat.leases.iter().all(|l| l.verdict == cancel), "{beat:?}");
-    let cursor_now = active_leases(&coord.db, honest_id)
+    let cursor_now = active_leases(&grind.coord.db, honest_id)
         .into_iter()
         .find(|(id, _)| *id == victim)
         .and_then(|(_, c)| c);
@@ -448,32 +349,13 @@ async fn replayed_and_forged_lease_ids_are_refused_and_change_nothing() {
         lease_id: victim,
         ..grant.clone()
     };
-    let err = client
-        .complete(complete(replayer, &stolen, count(0)))
-        .await
-        .unwrap_err();
-    assert_eq!(err.code(), Code::PermissionDenied, "{err:?}");
-    let err = client
-        .release(pb::ReleaseRequest {
-            worker_id: replayer,
-            lease_id: victim,
-            ..Default::default()
-        })
-        .await
-        .unwrap_err();
-    assert_eq!(err.code(), Code::PermissionDenied, "{err:?}");
-    let err = client
-        .report_improvement(pb::ImprovementRequest {
-            worker_id: replayer,
-            lease_id: victim,
-            campaign_id: campaign,
-            solution_json: "{}".into(),
-            claimed_score: 1,
-            ..Default::default()
-        })
-        .await
-        .unwrap_err();
-    assert_eq!(err.code(), Code::PermissionDenied, "{err:?}");
+    let denied = Code::PermissionDenied;
+    assert_refused(replayer.complete(&stolen, count(0)).await, denied);
+    assert_refused(replayer.release(victim, vec![]).await, denied);
+    assert_refused(
+        replayer.report_improvement(victim, campaign, "{}", 1).await,
+        denied,
+    );
 
     // Lease ids nobody was ever given.
     for forged in [0, -1, i64::MAX, i64::MIN, 1 << 40] {
@@ -481,47 +363,28 @@ async fn replayed_and_forged_lease_ids_are_refused_and_change_nothing() {
             lease_id: forged,
             ..grant.clone()
         };
-        let err = client
-            .complete(complete(replayer, &fake, count(1)))
-            .await
-            .unwrap_err();
-        assert_eq!(err.code(), Code::NotFound, "{forged}: {err:?}");
-        let err = client
-            .release(pb::ReleaseRequest {
-                worker_id: replayer,
-                lease_id: forged,
-                ..Default::default()
-            })
-            .await
-            .unwrap_err();
-        assert_eq!(err.code(), Code::NotFound, "{forged}: {err:?}");
-        let beat = client
-            .heartbeat(pb::HeartbeatRequest {
-                worker_id: replayer,
-                leases: vec![pb::LeaseProgress {
-                    lease_id: forged,
-                    ..Default::default()
-                }],
-            })
-            .await
-            .unwrap()
-            .into_inner();
-        assert_eq!(beat.leases[0].verdict, cancel);
+        assert_refused(replayer.complete(&fake, count(1)).await, Code::NotFound);
+        assert_refused(replayer.release(forged, vec![]).await, Code::NotFound);
+        assert_eq!(replayer.verdict(forged).await, cancel, "{forged}");
     }
 
     // A completion for a unit the replayer never leased, on a lease it does hold.
-    let mine = lease(&mut client, replayer, 1).await.remove(0);
-    let mut other_unit = complete(replayer, &mine, count(7));
-    other_unit.unit_payload = grant.unit_payload.clone();
-    let err = client.complete(other_unit).await.unwrap_err();
-    assert_eq!(err.code(), Code::FailedPrecondition, "{err:?}");
+    let mine = replayer.lease_one().await;
+    let other_unit = pb::LeaseGrant {
+        unit_payload: grant.unit_payload.clone(),
+        ..mine
+    };
+    assert_refused(
+        replayer.complete(&other_unit, count(7)).await,
+        Code::FailedPrecondition,
+    );
     // (Its own unit is left to expire; the honest worker takes it over.)
 
-    let done = wait_finished(&mut admin, campaign, WAIT).await;
+    let done = grind.wait_finished(campaign, WAIT).await;
     assert_eq!(done.state, "done");
-    let reply = status(&mut admin, campaign).await;
+    let reply = grind.status(campaign).await;
     assert_counted_once(&reply, answers::primes_between(0, 400_000));
-    assert_store_consistent(&coord.db, true);
+    assert_store_consistent(&grind.coord.db, true);
 }
 
 /// What the coordinator answered to one raw HTTP/2 gRPC call.
@@ -596,51 +459,56 @@ fn frame(compressed: bool, declared: u32, payload: &[u8]) -> Vec<u8> {
     out
 }
 
+/// Starts a coordinator with a primes campaign of [0, `to`) and one honest worker on it.
+async fn honest_primes_campaign(to: u64, unit: u64, min_unit_ms: u64) -> (Cluster, i64, Proc) {
+    let mut grind = Cluster::start(5_000, &[]).await;
+    let campaign = grind
+        .create(
+            "primes",
+            json!({"to": to, "unit": unit, "min_unit_ms": min_unit_ms}),
+            0.0,
+        )
+        .await;
+    let honest = grind.worker("honest");
+    (grind, campaign, honest)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn enormous_truncated_and_malformed_messages_are_refused() {
-    let dir = tempfile::tempdir().unwrap();
-    let coord = start_coordinator(dir.path(), 5_000, &[]);
-    let addr = coord.url.trim_start_matches("http://").to_string();
-    let mut admin = admin(&coord.url).await;
-    let campaign = create(
-        &mut admin,
-        "primes",
-        json!({"to": 300_000, "unit": 30_000, "min_unit_ms": 200}),
-        0.0,
-    )
-    .await;
-    let _honest = start_worker(&coord.url, "honest", 1);
-    let mut client = raw_worker(&coord.url).await;
-    let me = register(&mut client, "giant").await;
-    let grant = lease(&mut client, me, 1).await.remove(0);
+    let (mut grind, campaign, _honest) = honest_primes_campaign(300_000, 30_000, 200).await;
+    let addr = grind.coord.addr().to_string();
+    let mut giant = grind.raw_worker("giant").await;
+    let grant = giant.lease_one().await;
 
     // Enormous fields inside well-formed messages.
-    let err = client
+    let too_long_a_name = giant
+        .client
         .register(pb::RegisterRequest {
             name: "x".repeat(1 << 20),
             host: "h".into(),
             ..Default::default()
         })
-        .await
-        .unwrap_err();
-    assert_eq!(err.code(), Code::InvalidArgument, "{err:?}");
-    let err = client
-        .complete(complete(me, &grant, count("9".repeat(20_000))))
-        .await
-        .unwrap_err();
-    assert_eq!(err.code(), Code::InvalidArgument, "{err:?}");
-    let err = client
-        .heartbeat(pb::HeartbeatRequest {
-            worker_id: me,
-            leases: vec![pb::LeaseProgress::default(); 100_001],
-        })
-        .await
-        .unwrap_err();
-    assert_eq!(err.code(), Code::InvalidArgument, "{err:?}");
+        .await;
+    assert_refused(too_long_a_name, Code::InvalidArgument);
+    assert_refused(
+        giant.complete(&grant, count("9".repeat(20_000))).await,
+        Code::InvalidArgument,
+    );
+    assert_refused(
+        giant
+            .heartbeat(vec![pb::LeaseProgress::default(); 100_001])
+            .await,
+        Code::InvalidArgument,
+    );
 
     // Broken framing, over raw HTTP/2.
     let complete_path = "/grind.v1.Worker/Complete";
-    let valid = prost::Message::encode_to_vec(&complete(me, &grant, count(1)));
+    let valid = prost::Message::encode_to_vec(&pb::CompleteRequest {
+        worker_id: giant.id,
+        lease_id: grant.lease_id,
+        unit_payload: grant.unit_payload.clone(),
+        result: count(1),
+    });
     let cases: Vec<(&str, Vec<u8>, bool)> = vec![
         // Declares 4 GiB: refused on the length alone, nothing buffered.
         ("4 GiB declared", frame(false, u32::MAX, &[0; 64]), false),
@@ -684,30 +552,17 @@ async fn enormous_truncated_and_malformed_messages_are_refused() {
     }
 
     // None of it counted anything; the lease is still held; honest work finished exactly.
-    let status_now = show(&mut admin, campaign).await;
+    let status_now = grind.show(campaign).await;
     assert!(status_now.value.parse::<u64>().unwrap() <= answers::primes_between(0, 300_000));
-    let done = wait_finished(&mut admin, campaign, WAIT).await;
-    assert_eq!(
-        (done.state.as_str(), done.value.clone()),
-        ("done", answers::primes_between(0, 300_000).to_string())
-    );
-    assert_store_consistent(&coord.db, true);
+    let done = grind.wait_finished(campaign, WAIT).await;
+    assert_done_with(&done, answers::primes_between(0, 300_000));
+    assert_store_consistent(&grind.coord.db, true);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn garbage_bytes_on_the_port_are_dropped_and_honest_work_goes_on() {
-    let dir = tempfile::tempdir().unwrap();
-    let coord = start_coordinator(dir.path(), 5_000, &[]);
-    let addr = coord.url.trim_start_matches("http://").to_string();
-    let mut admin = admin(&coord.url).await;
-    let campaign = create(
-        &mut admin,
-        "primes",
-        json!({"to": 300_000, "unit": 30_000, "min_unit_ms": 200}),
-        0.0,
-    )
-    .await;
-    let _honest = start_worker(&coord.url, "honest", 1);
+    let (mut grind, campaign, _honest) = honest_primes_campaign(300_000, 30_000, 200).await;
+    let addr = grind.coord.addr().to_string();
 
     let mut rng = grind_chaos::rng::Rng::new(42);
     let mut random = vec![0u8; 64 << 10];
@@ -771,32 +626,20 @@ async fn garbage_bytes_on_the_port_are_dropped_and_honest_work_goes_on() {
     }
 
     // Still serving: health, a new client, and the honest worker's campaign.
-    let mut health = tonic_health::pb::health_client::HealthClient::new(
-        Channel::from_shared(coord.url.clone())
-            .unwrap()
-            .connect()
-            .await
-            .unwrap(),
-    );
-    health
-        .check(tonic_health::pb::HealthCheckRequest {
-            service: "grind.v1.Worker".into(),
-        })
+    let fresh = Channel::from_shared(grind.coord.url.clone())
+        .unwrap()
+        .connect()
         .await
-        .expect("healthy");
-    let done = wait_finished(&mut admin, campaign, WAIT).await;
-    assert_eq!(
-        (done.state.as_str(), done.value.clone()),
-        ("done", answers::primes_between(0, 300_000).to_string())
-    );
-    assert_store_consistent(&coord.db, true);
+        .unwrap();
+    health(fresh, "grind.v1.Worker").await.expect("healthy");
+    let done = grind.wait_finished(campaign, WAIT).await;
+    assert_done_with(&done, answers::primes_between(0, 300_000));
+    assert_store_consistent(&grind.coord.db, true);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_registration_flood_is_rate_limited_and_lease_hoarding_is_capped() {
-    let dir = tempfile::tempdir().unwrap();
-    let coord = start_coordinator(
-        dir.path(),
+    let mut grind = Cluster::start(
         2_000,
         &[
             "--registrations-per-second",
@@ -804,24 +647,26 @@ async fn a_registration_flood_is_rate_limited_and_lease_hoarding_is_capped() {
             "--max-leases-per-worker",
             "3",
         ],
-    );
-    let mut admin = admin(&coord.url).await;
-    let campaign = create(
-        &mut admin,
-        "primes",
-        json!({"to": 400_000, "unit": 20_000, "min_unit_ms": 100}),
-        0.0,
     )
     .await;
-    let honest = start_worker(&coord.url, "honest", 1);
-    wait_for("the honest worker to register", WAIT, || {
-        let log = honest.log();
-        async move { log.contains("registered as worker").then_some(()) }
-    })
+    let campaign = grind
+        .create(
+            "primes",
+            json!({"to": 400_000, "unit": 20_000, "min_unit_ms": 100}),
+            0.0,
+        )
+        .await;
+    let honest = grind.worker("honest");
+    wait_log(
+        "the honest worker to register",
+        WAIT,
+        || honest.log(),
+        "registered as worker",
+    )
     .await;
 
     // 300 registrations at once from one address.
-    let client = raw_worker(&coord.url).await;
+    let client = raw_worker(&grind.coord.url).await;
     let started = std::time::Instant::now();
     let mut flood = tokio::task::JoinSet::new();
     for i in 0..300 {
@@ -854,31 +699,24 @@ async fn a_registration_flood_is_rate_limited_and_lease_hoarding_is_capped() {
         "{} admitted, {refused} refused, at most {allowed} allowed",
         admitted.len()
     );
-    let workers = admin
-        .status(pb::StatusRequest::default())
-        .await
-        .unwrap()
-        .into_inner()
-        .workers;
     assert_eq!(
-        workers.len(),
+        workers(&mut grind.admin).await.len(),
         1 + admitted.len(),
         "one row per admitted registration"
     );
 
     // An admitted identity tries to hoard units: it never holds more than its cap, and
     // what it never works on expires back to the honest worker.
-    let mut hoarder_client = client.clone();
-    let hoarder = admitted[0];
+    let mut hoarder = RawWorker {
+        client: client.clone(),
+        id: admitted[0],
+    };
     for _ in 0..5 {
-        lease(&mut hoarder_client, hoarder, 1_000).await;
-        let held = active_leases(&coord.db, hoarder).len();
+        hoarder.lease(1_000).await.expect("lease");
+        let held = active_leases(&grind.coord.db, hoarder.id).len();
         assert!(held <= 3, "the hoarder holds {held} leases");
     }
-    let done = wait_finished(&mut admin, campaign, WAIT).await;
-    assert_eq!(
-        (done.state.as_str(), done.value.clone()),
-        ("done", answers::primes_between(0, 400_000).to_string())
-    );
-    assert_store_consistent(&coord.db, true);
+    let done = grind.wait_finished(campaign, WAIT).await;
+    assert_done_with(&done, answers::primes_between(0, 400_000));
+    assert_store_consistent(&grind.coord.db, true);
 }

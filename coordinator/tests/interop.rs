@@ -4,34 +4,14 @@
 mod common;
 
 use common::*;
-use std::time::Duration;
-use tonic_health::pb::health_client::HealthClient;
-use tonic_health::pb::HealthCheckRequest;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn health_and_reflection_v1_and_v1alpha_answer() {
-    let dir = tempfile::tempdir().unwrap();
-    let coord = start_coordinator(dir.path(), 5_000, &[]);
-    let channel = wait_for("the server", Duration::from_secs(20), || {
-        let url = coord.url.clone();
-        async move {
-            tonic::transport::Endpoint::from_shared(url)
-                .ok()?
-                .connect()
-                .await
-                .ok()
-        }
-    })
-    .await;
+    let grind = Cluster::start(5_000, &[]).await;
+    let channel = channel(&grind.coord.url).await;
     for service in ["grind.v1.Worker", "grind.v1.Admin"] {
-        let reply = HealthClient::new(channel.clone())
-            .check(HealthCheckRequest {
-                service: service.into(),
-            })
-            .await
-            .unwrap()
-            .into_inner();
-        assert_eq!(reply.status, 1, "{service} is SERVING");
+        let status = health(channel.clone(), service).await.unwrap();
+        assert_eq!(status, 1, "{service} is SERVING");
     }
 
     use tonic_reflection::pb::v1 as r1;

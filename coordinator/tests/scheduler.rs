@@ -32,6 +32,22 @@ fn rig(max_attempts: u32) -> Rig {
     }
 }
 
+/// A lease's progress with nothing to report but its id.
+fn no_progress(lease_id: i64) -> pb::LeaseProgress {
+    pb::LeaseProgress {
+        lease_id,
+        ..Default::default()
+    }
+}
+
+/// A unit result that is a count.
+fn count(value: &str) -> Option<pb::UnitResult> {
+    Some(pb::UnitResult {
+        count: value.into(),
+        ..Default::default()
+    })
+}
+
 impl Rig {
     async fn campaign(&self, params: serde_json::Value) -> i64 {
         self.coordinator
@@ -45,6 +61,12 @@ impl Rig {
             })
             .await
             .unwrap()[0]
+    }
+
+    /// A campaign of one unit: the primes below 100.
+    async fn one_unit_campaign(&self) -> i64 {
+        self.campaign(serde_json::json!({"to": 100, "unit": 100}))
+            .await
     }
 
     async fn worker(&self, name: &str) -> i64 {
@@ -82,6 +104,54 @@ impl Rig {
             .leases
     }
 
+    /// Sends one worker's heartbeat on one lease.
+    async fn heartbeat(&self, worker: i64, progress: pb::LeaseProgress) -> pb::HeartbeatReply {
+        self.coordinator
+            .heartbeat(pb::HeartbeatRequest {
+                worker_id: worker,
+                leases: vec![progress],
+            })
+            .await
+            .unwrap()
+    }
+
+    /// Completes `grant` (its lease and unit) with `result`.
+    async fn complete(
+        &self,
+        worker: i64,
+        grant: &pb::LeaseGrant,
+        result: Option<pb::UnitResult>,
+    ) -> Result<pb::CompleteReply, grind_coordinator::Error> {
+        self.coordinator
+            .complete(pb::CompleteRequest {
+                worker_id: worker,
+                lease_id: grant.lease_id,
+                unit_payload: grant.unit_payload.clone(),
+                result,
+            })
+            .await
+    }
+
+    /// Hands a worker's lease back with `cursor` as its checkpoint.
+    async fn release(&self, worker: i64, lease_id: i64, cursor: Vec<u8>) {
+        self.coordinator
+            .release(pb::ReleaseRequest {
+                worker_id: worker,
+                lease_id,
+                cursor,
+                nodes: 0,
+                cpu_seconds: 0.0,
+            })
+            .await
+            .unwrap();
+    }
+
+    /// A campaign's state and value.
+    async fn state_and_value(&self, campaign: i64) -> (String, String) {
+        let status = self.coordinator.campaign(campaign).await.unwrap();
+        (status.state, status.value)
+    }
+
     async fn units(&self, campaign: i64) -> pb::UnitCounts {
         self.coordinator
             .campaign(campaign)
@@ -95,26 +165,18 @@ impl Rig {
 #[tokio::test]
 async fn leases_expire_only_without_heartbeats() {
     let rig = rig(3);
-    let campaign = rig
-        .campaign(serde_json::json!({"to": 100, "unit": 100}))
-        .await;
+    let campaign = rig.one_unit_campaign().await;
     let worker = rig.worker("w").await;
     let grant = rig.lease(worker, 1).await.remove(0);
     for _ in 0..5 {
         rig.clock.advance(900);
-        let reply = rig
-            .coordinator
-            .heartbeat(pb::HeartbeatRequest {
-                worker_id: worker,
-                leases: vec![pb::LeaseProgress {
-                    lease_id: grant.lease_id,
-                    nodes: 10,
-                    cursor: vec![],
-                    fraction: 0.5,
-                }],
-            })
-            .await
-            .unwrap();
+        let progress = pb::LeaseProgress {
+            lease_id: grant.lease_id,
+            nodes: 10,
+            cursor: vec![],
+            fraction: 0.5,
+        };
+        let reply = rig.heartbeat(worker, progress).await;
         assert_eq!(reply.leases[0].verdict, pb::LeaseVerdict::Continue as i32);
         assert_eq!(rig.coordinator.sweep().await.unwrap(), 0);
     }
@@ -122,26 +184,14 @@ async fn leases_expire_only_without_heartbeats() {
     assert_eq!(rig.coordinator.sweep().await.unwrap(), 1);
     assert_eq!(rig.units(campaign).await.pending, 1);
     // The expired lease's next heartbeat is told to stop.
-    let reply = rig
-        .coordinator
-        .heartbeat(pb::HeartbeatRequest {
-            worker_id: worker,
-            leases: vec![pb::LeaseProgress {
-                lease_id: grant.lease_id,
-                ..Default::default()
-            }],
-        })
-        .await
-        .unwrap();
+    let reply = rig.heartbeat(worker, no_progress(grant.lease_id)).await;
     assert_eq!(reply.leases[0].verdict, pb::LeaseVerdict::Cancel as i32);
 }
 
 #[tokio::test]
 async fn a_unit_that_keeps_failing_is_marked_failed_and_can_be_retried() {
     let rig = rig(3);
-    let campaign = rig
-        .campaign(serde_json::json!({"to": 100, "unit": 100}))
-        .await;
+    let campaign = rig.one_unit_campaign().await;
     let worker = rig.worker("w").await;
     for attempt in 1..=3 {
         let grant = rig.lease(worker, 1).await.remove(0);
@@ -160,49 +210,26 @@ async fn a_unit_that_keeps_failing_is_marked_failed_and_can_be_retried() {
         .await
         .unwrap();
     let grant = rig.lease(worker, 1).await.remove(0);
-    let reply = rig
-        .coordinator
-        .complete(pb::CompleteRequest {
-            worker_id: worker,
-            lease_id: grant.lease_id,
-            unit_payload: grant.unit_payload.clone(),
-            result: Some(pb::UnitResult {
-                count: "25".into(),
-                ..Default::default()
-            }),
-        })
-        .await
-        .unwrap();
+    let reply = rig.complete(worker, &grant, count("25")).await.unwrap();
     assert!(reply.accepted);
-    let status = rig.coordinator.campaign(campaign).await.unwrap();
     assert_eq!(
-        (status.state.as_str(), status.value.as_str()),
-        ("done", "25")
+        rig.state_and_value(campaign).await,
+        ("done".into(), "25".into())
     );
 }
 
 #[tokio::test]
 async fn a_solver_error_counts_as_a_failed_attempt() {
     let rig = rig(2);
-    let campaign = rig
-        .campaign(serde_json::json!({"to": 100, "unit": 100}))
-        .await;
+    let campaign = rig.one_unit_campaign().await;
     let worker = rig.worker("w").await;
     for _ in 0..2 {
         let grant = rig.lease(worker, 1).await.remove(0);
-        let reply = rig
-            .coordinator
-            .complete(pb::CompleteRequest {
-                worker_id: worker,
-                lease_id: grant.lease_id,
-                unit_payload: grant.unit_payload.clone(),
-                result: Some(pb::UnitResult {
-                    error: "out of memory".into(),
-                    ..Default::default()
-                }),
-            })
-            .await
-            .unwrap();
+        let failed = Some(pb::UnitResult {
+            error: "out of memory".into(),
+            ..Default::default()
+        });
+        let reply = rig.complete(worker, &grant, failed).await.unwrap();
         assert!(!reply.accepted && !reply.duplicate);
     }
     assert_eq!(rig.units(campaign).await.failed, 1);
@@ -211,9 +238,7 @@ async fn a_solver_error_counts_as_a_failed_attempt() {
 #[tokio::test]
 async fn a_release_keeps_the_checkpoint_and_costs_no_attempt() {
     let rig = rig(1);
-    let campaign = rig
-        .campaign(serde_json::json!({"to": 100, "unit": 100}))
-        .await;
+    let campaign = rig.one_unit_campaign().await;
     let worker = rig.worker("w").await;
     let grant = rig.lease(worker, 1).await.remove(0);
     assert!(grant.cursor.is_empty());
@@ -243,25 +268,10 @@ async fn worker_with_token(rig: &Rig, name: &str, token_id: i64) -> i64 {
     rig.register(name, Some(caller)).await
 }
 
-/// Hands a worker's only lease back with `cursor` as its checkpoint.
-async fn release_with(rig: &Rig, worker: i64, lease_id: i64, cursor: Vec<u8>) {
-    rig.coordinator
-        .release(pb::ReleaseRequest {
-            worker_id: worker,
-            lease_id,
-            cursor,
-            nodes: 0,
-            cpu_seconds: 0.0,
-        })
-        .await
-        .unwrap();
-}
-
 #[tokio::test]
 async fn a_checkpoint_is_resumed_only_by_its_writer_or_a_worker_of_the_same_token() {
     let rig = rig(5);
-    rig.campaign(serde_json::json!({"to": 100, "unit": 100}))
-        .await;
+    rig.one_unit_campaign().await;
     let token = |name: &'static str| {
         rig.coordinator.store().write(move |conn| {
             grind_coordinator::auth::create_token(
@@ -281,21 +291,21 @@ async fn a_checkpoint_is_resumed_only_by_its_writer_or_a_worker_of_the_same_toke
 
     // The writer itself resumes its own checkpoint.
     let grant = rig.lease(alice, 1).await.remove(0);
-    release_with(&rig, alice, grant.lease_id, vec![1; 16]).await;
+    rig.release(alice, grant.lease_id, vec![1; 16]).await;
     let again = rig.lease(alice, 1).await.remove(0);
     assert_eq!(again.cursor, vec![1; 16]);
     // A worker registered with the same token resumes it too.
-    release_with(&rig, alice, again.lease_id, vec![2; 16]).await;
+    rig.release(alice, again.lease_id, vec![2; 16]).await;
     let sibling = rig.lease(alice_too, 1).await.remove(0);
     assert_eq!(sibling.cursor, vec![2; 16]);
     // Another token's worker starts from the beginning, and so does an anonymous one.
-    release_with(&rig, alice_too, sibling.lease_id, vec![3; 16]).await;
+    rig.release(alice_too, sibling.lease_id, vec![3; 16]).await;
     let stranger = rig.lease(bob, 1).await.remove(0);
     assert!(
         stranger.cursor.is_empty(),
         "bob was handed alice's checkpoint"
     );
-    release_with(&rig, bob, stranger.lease_id, vec![4; 16]).await;
+    rig.release(bob, stranger.lease_id, vec![4; 16]).await;
     let nobody = rig.lease(anonymous, 1).await.remove(0);
     assert!(
         nobody.cursor.is_empty(),
@@ -304,11 +314,11 @@ async fn a_checkpoint_is_resumed_only_by_its_writer_or_a_worker_of_the_same_toke
     // Workers without a token (a coordinator that requires none) share one trust domain:
     // any of them could act for any other anyway.
     let other = rig.worker("anonymous-2").await;
-    release_with(&rig, anonymous, nobody.lease_id, vec![5; 16]).await;
+    rig.release(anonymous, nobody.lease_id, vec![5; 16]).await;
     let shared = rig.lease(other, 1).await.remove(0);
     assert_eq!(shared.cursor, vec![5; 16]);
     // ...but a token's worker is not handed an anonymous worker's checkpoint.
-    release_with(&rig, other, shared.lease_id, vec![6; 16]).await;
+    rig.release(other, shared.lease_id, vec![6; 16]).await;
     assert!(rig.lease(bob, 1).await.remove(0).cursor.is_empty());
 }
 
@@ -361,7 +371,7 @@ async fn campaigns_with_as_many_active_leases_take_turns() {
     for _ in 0..12 {
         let grant = rig.lease(worker, 1).await.remove(0);
         served.push(grant.campaign_id);
-        release_with(&rig, worker, grant.lease_id, Vec::new()).await;
+        rig.release(worker, grant.lease_id, Vec::new()).await;
     }
     // Round robin: the campaign served least recently goes first, never the lowest id alone.
     let expected: Vec<i64> = campaigns.iter().chain(&campaigns).copied().collect();
@@ -371,9 +381,7 @@ async fn campaigns_with_as_many_active_leases_take_turns() {
 #[tokio::test]
 async fn a_donation_turns_part_of_a_unit_into_new_units() {
     let rig = rig(3);
-    let campaign = rig
-        .campaign(serde_json::json!({"to": 100, "unit": 100}))
-        .await;
+    let campaign = rig.one_unit_campaign().await;
     let worker = rig.worker("w").await;
     let grant = rig.lease(worker, 1).await.remove(0);
     let encode = |a: u64, b: u64| [a.to_le_bytes(), b.to_le_bytes()].concat();
@@ -395,67 +403,39 @@ async fn a_donation_turns_part_of_a_unit_into_new_units() {
     let donated = rig.lease(worker, 1).await.remove(0);
     assert_eq!(donated.unit_payload, encode(50, 100));
     // The donor's result covers what it kept; one for the whole original unit is refused.
-    let whole = rig
-        .coordinator
-        .complete(pb::CompleteRequest {
-            worker_id: worker,
-            lease_id: grant.lease_id,
-            result: Some(pb::UnitResult {
-                count: "25".into(),
-                ..Default::default()
-            }),
-            unit_payload: grant.unit_payload.clone(),
-        })
-        .await;
+    let whole = rig.complete(worker, &grant, count("25")).await;
     assert!(whole.is_err());
-    for (lease_id, payload, count) in [
-        (grant.lease_id, encode(0, 50), "15"),
-        (donated.lease_id, encode(50, 100), "10"),
+    for (leased, payload, value) in [
+        (&grant, encode(0, 50), "15"),
+        (&donated, encode(50, 100), "10"),
     ] {
-        rig.coordinator
-            .complete(pb::CompleteRequest {
-                worker_id: worker,
-                lease_id,
-                result: Some(pb::UnitResult {
-                    count: count.into(),
-                    ..Default::default()
-                }),
-                unit_payload: payload,
-            })
-            .await
-            .unwrap();
+        let part = pb::LeaseGrant {
+            unit_payload: payload,
+            ..leased.clone()
+        };
+        rig.complete(worker, &part, count(value)).await.unwrap();
     }
-    let status = rig.coordinator.campaign(campaign).await.unwrap();
     assert_eq!(
-        (status.state.as_str(), status.value.as_str()),
-        ("done", "25")
+        rig.state_and_value(campaign).await,
+        ("done".into(), "25".into())
     );
 }
 
 #[tokio::test]
 async fn an_idle_worker_makes_running_units_ask_for_donations() {
     let rig = rig(3);
-    rig.campaign(serde_json::json!({"to": 100, "unit": 100}))
-        .await;
+    rig.one_unit_campaign().await;
     let busy = rig.worker("busy").await;
     let idle = rig.worker("idle").await;
     let grant = rig.lease(busy, 1).await.remove(0);
-    let beat = |worker| {
-        rig.coordinator.heartbeat(pb::HeartbeatRequest {
-            worker_id: worker,
-            leases: vec![pb::LeaseProgress {
-                lease_id: grant.lease_id,
-                ..Default::default()
-            }],
-        })
-    };
-    let reply = beat(busy).await.unwrap();
+    let beat = || rig.heartbeat(busy, no_progress(grant.lease_id));
+    let reply = beat().await;
     assert!(!reply.leases[0].split_requested, "nobody is waiting yet");
     assert!(rig.lease(idle, 1).await.is_empty());
-    let reply = beat(busy).await.unwrap();
+    let reply = beat().await;
     assert!(reply.leases[0].split_requested, "an idle worker is waiting");
     // Hunger is forgotten after a while.
     rig.clock.advance(60_000);
-    let reply = beat(busy).await.unwrap();
+    let reply = beat().await;
     assert!(!reply.leases[0].split_requested);
 }

@@ -14,17 +14,6 @@ use tonic::Code;
 
 const WAIT: Duration = Duration::from_secs(60);
 
-async fn channel(url: &str) -> Channel {
-    wait_for("the coordinator", WAIT, || async {
-        Channel::from_shared(url.to_string())
-            .unwrap()
-            .connect()
-            .await
-            .ok()
-    })
-    .await
-}
-
 /// `channel` sending `token` raw (even malformed ones) as a bearer token.
 fn with_token(channel: Channel, token: Option<&str>) -> AuthChannel {
     let access = Access {
@@ -34,86 +23,81 @@ fn with_token(channel: Channel, token: Option<&str>) -> AuthChannel {
     authenticated(channel, &access).expect("header-safe token")
 }
 
+/// A coordinator that requires a token on every call (no token exists yet), and a plain
+/// channel to it.
+async fn requiring_auth() -> (Cluster, Channel) {
+    let grind = Cluster::start(30_000, &["--require-auth"]).await;
+    let ch = channel(&grind.coord.url).await;
+    (grind, ch)
+}
+
+/// The answer to one RPC called with an empty request.
+struct Probe {
+    /// The client it was called on: `worker` or `admin`.
+    service: &'static str,
+    rpc: &'static str,
+    code: Code,
+}
+
 /// Calls every grind RPC once and returns the status codes of the refusals.
-async fn call_everything(channel: Channel, token: Option<&str>) -> Vec<(&'static str, Code)> {
+async fn call_everything(channel: Channel, token: Option<&str>) -> Vec<Probe> {
     let mut worker = WorkerClient::new(with_token(channel.clone(), token));
     let mut admin = AdminClient::new(with_token(channel, token));
-    let mut codes = Vec::new();
+    let mut probes = Vec::new();
+    // A table: `client.rpc(request type)`, each called with the type's default.
     macro_rules! probe {
-        ($name:literal, $call:expr) => {
-            codes.push(($name, $call.await.err().map_or(Code::Ok, |s| s.code())));
+        ($($client:ident.$rpc:ident($request:ty)),* $(,)?) => {
+            $(probes.push(Probe {
+                service: stringify!($client),
+                rpc: stringify!($rpc),
+                code: $client
+                    .$rpc(<$request>::default())
+                    .await
+                    .err()
+                    .map_or(Code::Ok, |s| s.code()),
+            });)*
         };
     }
-    probe!("Register", worker.register(pb::RegisterRequest::default()));
-    probe!("Lease", worker.lease(pb::LeaseRequest::default()));
     probe!(
-        "Heartbeat",
-        worker.heartbeat(pb::HeartbeatRequest::default())
+        worker.register(pb::RegisterRequest),
+        worker.lease(pb::LeaseRequest),
+        worker.heartbeat(pb::HeartbeatRequest),
+        worker.report_improvement(pb::ImprovementRequest),
+        worker.donate(pb::DonateRequest),
+        worker.complete(pb::CompleteRequest),
+        worker.release(pb::ReleaseRequest),
+        worker.watch_bounds(pb::WatchBoundsRequest),
+        admin.create_campaign(pb::CreateCampaignRequest),
+        admin.list_campaigns(pb::ListCampaignsRequest),
+        admin.show_campaign(pb::CampaignRef),
+        admin.pause_campaign(pb::CampaignRef),
+        admin.resume_campaign(pb::CampaignRef),
+        admin.cancel_campaign(pb::CampaignRef),
+        admin.status(pb::StatusRequest),
+        admin.leaderboard(pb::LeaderboardRequest),
+        admin.export(pb::CampaignRef),
+        admin.import(pb::ImportRequest),
+        admin.list_problems(pb::ListProblemsRequest),
+        admin.ban_worker(pb::BanWorkerRequest),
     );
-    probe!(
-        "ReportImprovement",
-        worker.report_improvement(pb::ImprovementRequest::default())
-    );
-    probe!("Donate", worker.donate(pb::DonateRequest::default()));
-    probe!("Complete", worker.complete(pb::CompleteRequest::default()));
-    probe!("Release", worker.release(pb::ReleaseRequest::default()));
-    probe!(
-        "WatchBounds",
-        worker.watch_bounds(pb::WatchBoundsRequest::default())
-    );
-    probe!(
-        "CreateCampaign",
-        admin.create_campaign(pb::CreateCampaignRequest::default())
-    );
-    probe!(
-        "ListCampaigns",
-        admin.list_campaigns(pb::ListCampaignsRequest::default())
-    );
-    probe!(
-        "ShowCampaign",
-        admin.show_campaign(pb::CampaignRef::default())
-    );
-    probe!(
-        "PauseCampaign",
-        admin.pause_campaign(pb::CampaignRef::default())
-    );
-    probe!(
-        "ResumeCampaign",
-        admin.resume_campaign(pb::CampaignRef::default())
-    );
-    probe!(
-        "CancelCampaign",
-        admin.cancel_campaign(pb::CampaignRef::default())
-    );
-    probe!("Status", admin.status(pb::StatusRequest::default()));
-    probe!(
-        "Leaderboard",
-        admin.leaderboard(pb::LeaderboardRequest::default())
-    );
-    probe!("Export", admin.export(pb::CampaignRef::default()));
-    probe!("Import", admin.import(pb::ImportRequest::default()));
-    probe!(
-        "ListProblems",
-        admin.list_problems(pb::ListProblemsRequest::default())
-    );
-    probe!(
-        "BanWorker",
-        admin.ban_worker(pb::BanWorkerRequest::default())
-    );
-    codes
+    assert_eq!(probes.len(), 20, "every RPC of the two services");
+    probes
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_rpc_refuses_missing_and_wrong_tokens_and_roles_are_enforced() {
-    let dir = tempfile::tempdir().unwrap();
-    let coord = start_coordinator(dir.path(), 30_000, &["--require-auth"]);
-    let worker_token = create_token(&coord.db, false);
-    let admin_token = create_token(&coord.db, true);
-    let ch = channel(&coord.url).await;
+    let (grind, ch) = requiring_auth().await;
+    let worker_token = create_token(&grind.coord.db, false);
+    let admin_token = create_token(&grind.coord.db, true);
 
     for token in [None, Some("grind_0000"), Some("not even a token")] {
-        for (rpc, code) in call_everything(ch.clone(), token).await {
-            assert_eq!(code, Code::Unauthenticated, "{rpc} with {token:?}");
+        for probe in call_everything(ch.clone(), token).await {
+            assert_eq!(
+                probe.code,
+                Code::Unauthenticated,
+                "{} with {token:?}",
+                probe.rpc
+            );
         }
     }
     // New tokens take effect within a second or so: wait until both work.
@@ -123,57 +107,42 @@ async fn every_rpc_refuses_missing_and_wrong_tokens_and_roles_are_enforced() {
         async move {
             let worker = call_everything(ch.clone(), Some(&w)).await;
             let admin = call_everything(ch, Some(&a)).await;
-            (worker[0].1 == Code::Ok && admin[0].1 == Code::Ok).then_some(())
+            (worker[0].code == Code::Ok && admin[0].code == Code::Ok).then_some(())
         }
     })
     .await;
-    for (rpc, code) in call_everything(ch.clone(), Some(&worker_token)).await {
-        let admin_rpc = !matches!(
-            rpc,
-            "Register"
-                | "Lease"
-                | "Heartbeat"
-                | "ReportImprovement"
-                | "Donate"
-                | "Complete"
-                | "Release"
-                | "WatchBounds"
-        );
-        if admin_rpc {
+    for Probe { service, rpc, code } in call_everything(ch.clone(), Some(&worker_token)).await {
+        if service == "admin" {
             assert_eq!(code, Code::PermissionDenied, "{rpc} with a worker token");
         } else {
             assert_ne!(code, Code::Unauthenticated, "{rpc} with a worker token");
             assert_ne!(code, Code::PermissionDenied, "{rpc} with a worker token");
         }
     }
-    for (rpc, code) in call_everything(ch.clone(), Some(&admin_token)).await {
+    for Probe { rpc, code, .. } in call_everything(ch.clone(), Some(&admin_token)).await {
         assert_ne!(code, Code::Unauthenticated, "{rpc} with the admin token");
         assert_ne!(code, Code::PermissionDenied, "{rpc} with the admin token");
     }
     // Health stays open without a token.
-    let mut health = tonic_health::pb::health_client::HealthClient::new(ch.clone());
-    let served = health
-        .check(tonic_health::pb::HealthCheckRequest {
-            service: "grind.v1.Worker".into(),
-        })
+    let served = health(ch.clone(), "grind.v1.Worker")
         .await
         .expect("health answers without a token");
-    assert_eq!(served.into_inner().status, 1);
+    assert_eq!(served, 1);
 
     // A revoked token stops working.
-    let out = Command::new(grind_bin())
-        .args(["token", "revoke", "--db"])
-        .arg(&coord.db)
-        .arg("1")
-        .output()
-        .unwrap();
-    assert!(out.status.success());
+    grind_ok(&[
+        "token",
+        "revoke",
+        "--db",
+        grind.coord.db.to_str().unwrap(),
+        "1",
+    ]);
     wait_for("the revocation to take effect", WAIT, || {
         let ch = ch.clone();
         let t = worker_token.clone();
         async move {
-            let codes = call_everything(ch, Some(&t)).await;
-            (codes[0].1 == Code::Unauthenticated).then_some(())
+            let probes = call_everything(ch, Some(&t)).await;
+            (probes[0].code == Code::Unauthenticated).then_some(())
         }
     })
     .await;
@@ -181,15 +150,13 @@ async fn every_rpc_refuses_missing_and_wrong_tokens_and_roles_are_enforced() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn identities_are_bound_to_tokens_and_banned_workers_are_refused() {
-    let dir = tempfile::tempdir().unwrap();
-    let coord = start_coordinator(dir.path(), 30_000, &["--require-auth"]);
-    let alice_token = create_token(&coord.db, false);
-    let mallory_token = create_token(&coord.db, false);
-    let admin_token = create_token(&coord.db, true);
-    let ch = channel(&coord.url).await;
+    let (grind, ch) = requiring_auth().await;
+    let alice_token = create_token(&grind.coord.db, false);
+    let mallory_token = create_token(&grind.coord.db, false);
+    let admin_token = create_token(&grind.coord.db, true);
     let mut admin = AdminClient::new(with_token(ch.clone(), Some(&admin_token)));
     let campaign = create_primes(&admin, r#"{"to": 4000, "unit": 1000}"#).await;
-    let mut alice = WorkerClient::new(with_token(ch.clone(), Some(&alice_token)));
+    let alice_client = WorkerClient::new(with_token(ch.clone(), Some(&alice_token)));
     let mut mallory = WorkerClient::new(with_token(ch.clone(), Some(&mallory_token)));
     let register = pb::RegisterRequest {
         name: "alice".into(),
@@ -197,87 +164,64 @@ async fn identities_are_bound_to_tokens_and_banned_workers_are_refused() {
         cores: 1,
         ..Default::default()
     };
-    let alice_id = alice
-        .register(register.clone())
-        .await
-        .unwrap()
-        .into_inner()
-        .worker_id;
+    let mut alice = RawWorker {
+        id: alice_client
+            .clone()
+            .register(register.clone())
+            .await
+            .unwrap()
+            .into_inner()
+            .worker_id,
+        client: alice_client,
+    };
     // Mallory cannot act as Alice, nor take over her identity by re-registering.
-    let err = mallory
-        .lease(pb::LeaseRequest {
-            worker_id: alice_id,
-            capacity: 1,
-        })
-        .await
-        .unwrap_err();
-    assert_eq!(err.code(), Code::PermissionDenied, "{err:?}");
+    let mut mallory_as_alice = RawWorker {
+        client: mallory.clone(),
+        id: alice.id,
+    };
+    assert_refused(mallory_as_alice.lease(1).await, Code::PermissionDenied);
     let taken = mallory
         .register(pb::RegisterRequest {
-            previous_worker_id: alice_id,
+            previous_worker_id: alice.id,
             ..register.clone()
         })
         .await
         .unwrap()
         .into_inner()
         .worker_id;
-    assert_ne!(taken, alice_id);
+    assert_ne!(taken, alice.id);
 
-    let grant = alice
-        .lease(pb::LeaseRequest {
-            worker_id: alice_id,
-            capacity: 1,
-        })
-        .await
-        .unwrap()
-        .into_inner()
-        .leases
-        .remove(0);
+    let grant = alice.lease_one().await;
     let banned = admin
         .ban_worker(pb::BanWorkerRequest {
-            worker_id: alice_id,
+            worker_id: alice.id,
             reason: "test".into(),
         })
         .await
         .unwrap()
         .into_inner();
     assert_eq!(banned.leases_taken_back, 1);
-    let (lo, hi) = primes_unit(&grant.unit_payload);
-    let err = alice
-        .complete(pb::CompleteRequest {
-            worker_id: alice_id,
-            lease_id: grant.lease_id,
-            unit_payload: grant.unit_payload.clone(),
-            result: Some(pb::UnitResult {
-                count: primes_between(lo, hi).to_string(),
-                ..Default::default()
-            }),
-        })
-        .await
-        .unwrap_err();
-    assert_eq!(err.code(), Code::PermissionDenied, "{err:?}");
+    let err = assert_refused(
+        alice.complete(&grant, count(primes_in(&grant))).await,
+        Code::PermissionDenied,
+    );
     assert!(err.message().contains("banned"), "{err:?}");
-    let err = alice
+    let again = alice
+        .client
         .register(pb::RegisterRequest {
-            previous_worker_id: alice_id,
+            previous_worker_id: alice.id,
             ..register
         })
-        .await
-        .unwrap_err();
-    assert_eq!(err.code(), Code::PermissionDenied, "{err:?}");
+        .await;
+    assert_refused(again, Code::PermissionDenied);
 
     // The unit went back to pending and an honest worker finishes the campaign.
-    let mut honest = start_worker_with(&coord.url, &[("GRIND_TOKEN", mallory_token.as_str())]);
-    let mut admin_plain = AdminClient::new(with_token(ch.clone(), Some(&admin_token)));
-    let done = wait_done(&admin_plain, campaign).await;
+    let mut honest =
+        start_worker_with_env(&grind.coord.url, &[("GRIND_TOKEN", mallory_token.as_str())]);
+    let done = wait_done(&admin, campaign).await;
     assert_eq!(done.value, primes_between(0, 4000).to_string());
-    let workers = admin_plain
-        .status(pb::StatusRequest::default())
-        .await
-        .unwrap()
-        .into_inner()
-        .workers;
-    assert!(workers.iter().any(|w| w.worker_id == alice_id && w.banned));
+    let workers = workers(&mut admin).await;
+    assert!(workers.iter().any(|w| w.worker_id == alice.id && w.banned));
     honest.kill();
 }
 
@@ -303,71 +247,32 @@ async fn create_primes(admin: &AdminClient<AuthChannel>, params_json: &str) -> i
 
 /// Waits until `campaign` is done and returns its status.
 async fn wait_done(admin: &AdminClient<AuthChannel>, campaign: i64) -> pb::CampaignStatus {
-    wait_for("the campaign to finish", WAIT, || {
-        let mut admin = admin.clone();
-        async move {
-            let c = admin
-                .show_campaign(pb::CampaignRef {
-                    campaign_id: campaign,
-                })
-                .await
-                .ok()?
-                .into_inner();
-            (c.state == "done").then_some(c)
-        }
+    wait_campaign(admin, campaign, "the campaign to finish", WAIT, &|c| {
+        c.state == "done"
     })
     .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_forged_checkpoint_cannot_make_another_tokens_worker_count_wrong() {
-    let dir = tempfile::tempdir().unwrap();
-    let coord = start_coordinator(dir.path(), 30_000, &["--require-auth"]);
-    let poisoner_token = create_token(&coord.db, false);
-    let honest_token = create_token(&coord.db, false);
-    let admin_token = create_token(&coord.db, true);
-    let ch = channel(&coord.url).await;
+    let (grind, ch) = requiring_auth().await;
+    let poisoner_token = create_token(&grind.coord.db, false);
+    let honest_token = create_token(&grind.coord.db, false);
+    let admin_token = create_token(&grind.coord.db, true);
     let admin = AdminClient::new(with_token(ch.clone(), Some(&admin_token)));
     // One unit, no replication (the default rate, 0.05, skips most units the same way).
     let campaign = create_primes(&admin, r#"{"to": 30000, "unit": 30000}"#).await;
-    let mut poisoner = WorkerClient::new(with_token(ch.clone(), Some(&poisoner_token)));
-    let poisoner_id = poisoner
-        .register(pb::RegisterRequest {
-            name: "poisoner".into(),
-            host: "h".into(),
-            cores: 1,
-            ..Default::default()
-        })
-        .await
-        .unwrap()
-        .into_inner()
-        .worker_id;
-    let grant = poisoner
-        .lease(pb::LeaseRequest {
-            worker_id: poisoner_id,
-            capacity: 1,
-        })
-        .await
-        .unwrap()
-        .into_inner()
-        .leases
-        .remove(0);
+    let poisoner_client = WorkerClient::new(with_token(ch.clone(), Some(&poisoner_token)));
+    let mut poisoner = RawWorker::register(&poisoner_client, "poisoner").await;
+    let grant = poisoner.lease_one().await;
     // "I got to the end of the unit and found no prime": a checkpoint the primes solver
     // accepts (position inside the unit, count not above what was covered).
     let mut forged = 30_000u64.to_le_bytes().to_vec();
     forged.extend_from_slice(&0u64.to_le_bytes());
-    poisoner
-        .release(pb::ReleaseRequest {
-            worker_id: poisoner_id,
-            lease_id: grant.lease_id,
-            cursor: forged,
-            nodes: 0,
-            cpu_seconds: 0.0,
-        })
-        .await
-        .unwrap();
+    poisoner.release(grant.lease_id, forged).await.unwrap();
     // A worker of another token is not handed the poisoner's checkpoint.
-    let mut honest = start_worker_with(&coord.url, &[("GRIND_TOKEN", honest_token.as_str())]);
+    let mut honest =
+        start_worker_with_env(&grind.coord.url, &[("GRIND_TOKEN", honest_token.as_str())]);
     let done = wait_done(&admin, campaign).await;
     assert_eq!(
         done.value,
@@ -377,29 +282,18 @@ async fn a_forged_checkpoint_cannot_make_another_tokens_worker_count_wrong() {
     honest.kill();
 }
 
-fn start_worker_with(url: &str, env: &[(&str, &str)]) -> Proc {
-    let mut cmd = Command::new(worker_bin());
-    cmd.args(["--coordinator", url, "--threads", "1"]);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    Proc::spawn_command(cmd)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tls_coordinator_with_a_self_signed_ca_serves_a_campaign_end_to_end() {
     let dir = tempfile::tempdir().unwrap();
     let certs = dir.path().join("certs");
-    let out = Command::new(grind_bin())
-        .args(["cert", "self-signed", "--host", "localhost", "--out-dir"])
-        .arg(&certs)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    grind_ok(&[
+        "cert",
+        "self-signed",
+        "--host",
+        "localhost",
+        "--out-dir",
+        certs.to_str().unwrap(),
+    ]);
     let (cert, key, ca) = (
         certs.join("cert.pem"),
         certs.join("key.pem"),

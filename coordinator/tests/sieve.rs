@@ -6,6 +6,7 @@ mod common;
 use common::*;
 use grind_proto::v1 as pb;
 use serde_json::json;
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 const LONG: Duration = Duration::from_secs(240);
@@ -47,12 +48,10 @@ fn replay(n: u64, moves: &[u64]) -> Option<u64> {
     over.then(|| moves.iter().sum())
 }
 
-async fn create_family(
-    admin: &mut pb::admin_client::AdminClient<tonic::transport::Channel>,
-    from: u64,
-    to: u64,
-) -> Vec<i64> {
-    admin
+/// Creates the family of campaigns N = `from` ..= `to`.
+async fn create_family(grind: &mut Cluster, from: u64, to: u64) -> Vec<i64> {
+    grind
+        .admin
         .create_campaign(pb::CreateCampaignRequest {
             problem: "sieve".into(),
             params_json: json!({"n_from": from, "n_to": to}).to_string(),
@@ -69,86 +68,57 @@ async fn create_family(
 
 /// Waits for every campaign to finish, checks each proven optimum against the published
 /// term and replays its game; returns the names of the workers that ran units.
-async fn check_all_proven(
-    admin: &mut pb::admin_client::AdminClient<tonic::transport::Channel>,
-    ids: &[i64],
-) -> Vec<String> {
-    let mut workers = Vec::new();
+async fn check_all_proven(grind: &mut Cluster, ids: &[i64]) -> BTreeSet<String> {
+    let mut workers = BTreeSet::new();
     for &id in ids {
-        let done = wait_finished(admin, id, LONG).await;
-        let params: serde_json::Value = serde_json::from_str(&done.params_json).unwrap();
-        let n = params["n"].as_u64().expect("a member names its N");
+        let done = grind.wait_finished(id, LONG).await;
+        let n = params(&done)["n"].as_u64().expect("a member names its N");
         assert_eq!(done.state, "done", "N = {n}");
         assert!(done.proven, "N = {n}");
         assert_eq!(done.value, published(n).to_string(), "N = {n}");
-        let solution: serde_json::Value = serde_json::from_str(&done.solution_json).unwrap();
-        let moves: Vec<u64> = serde_json::from_value(solution["moves"].clone()).unwrap();
+        let moves: Vec<u64> = solution_field(&done, "moves");
         assert_eq!(replay(n, &moves), Some(published(n)), "N = {n}: {moves:?}");
         let units = done.units.unwrap();
         assert_eq!(units.failed, 0, "N = {n}");
         assert!(units.split_complete && units.pending == 0 && units.leased == 0);
-        let reply = status(admin, id).await;
-        for r in &reply.results {
-            if let Some(p) = &r.provenance {
-                if !workers.contains(&p.worker_name) {
-                    workers.push(p.worker_name.clone());
-                }
-            }
-        }
+        workers.extend(result_workers(&grind.status(id).await));
     }
     workers
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_family_of_n_is_proven_by_two_workers() {
-    let dir = tempfile::tempdir().unwrap();
-    let coord = start_coordinator(dir.path(), 5_000, &[]);
-    let mut admin = admin(&coord.url).await;
-    let ids = create_family(&mut admin, 120, 128).await;
+    let mut grind = Cluster::start(5_000, &[]).await;
+    let ids = create_family(&mut grind, 120, 128).await;
     assert_eq!(ids.len(), 9, "one campaign per N");
-    let _w1 = start_worker(&coord.url, "w1", 1);
-    let _w2 = start_worker(&coord.url, "w2", 1);
-    let workers = check_all_proven(&mut admin, &ids).await;
+    let _workers = grind.workers(&["w1", "w2"]);
+    let workers = check_all_proven(&mut grind, &ids).await;
     assert!(
-        workers.contains(&"w1".to_string()) && workers.contains(&"w2".to_string()),
+        workers.contains("w1") && workers.contains("w2"),
         "both workers ran units: {workers:?}"
     );
-    let c = admin
-        .show_campaign(pb::CampaignRef {
-            campaign_id: ids[0],
-        })
-        .await
-        .unwrap()
-        .into_inner();
+    let c = grind.show(ids[0]).await;
     assert!(!c.family.is_empty(), "members share a family label");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_family_resumes_after_a_coordinator_restart() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut coord = start_coordinator(dir.path(), 3_000, &[]);
-    let mut admin_client = admin(&coord.url).await;
-    let ids = create_family(&mut admin_client, 60, 80).await;
+    let mut grind = Cluster::start(3_000, &[]).await;
+    let ids = create_family(&mut grind, 60, 80).await;
     assert_eq!(ids.len(), 21);
     // Nothing runs before the restart: the family and its split state must survive it.
-    coord.proc.kill();
-    let mut coord = coord.start_again();
-    let admin_client = admin(&coord.url).await;
-    let mut w1 = start_worker(&coord.url, "w1", 1);
-    let _w2 = start_worker(&coord.url, "w2", 1);
+    grind.restart().await;
+    let mut w1 = grind.worker("w1");
+    let _w2 = grind.worker("w2");
     // Kill the coordinator again once some campaigns are done and others are not.
-    wait_campaign(
-        &admin_client,
-        ids[0],
-        "the first member to finish",
-        LONG,
-        &|c| c.state == "done",
-    )
-    .await;
-    coord.proc.kill();
+    grind
+        .wait_campaign(ids[0], "the first member to finish", LONG, &|c| {
+            c.state == "done"
+        })
+        .await;
+    grind.kill();
     w1.kill();
-    let coord = coord.start_again();
-    let mut admin_client = admin(&coord.url).await;
-    let _w3 = start_worker(&coord.url, "w3", 1);
-    check_all_proven(&mut admin_client, &ids).await;
+    grind.start_again().await;
+    let _w3 = grind.worker("w3");
+    check_all_proven(&mut grind, &ids).await;
 }

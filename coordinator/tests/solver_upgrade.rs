@@ -20,46 +20,30 @@ async fn a_campaign_resumed_by_a_newer_solver_keeps_and_labels_the_older_results
         .unwrap()
         .solver_version;
     assert!(current > OLD);
-    let dir = tempfile::tempdir().unwrap();
-    let mut coord = start_coordinator(dir.path(), 5_000, &[]);
-    let mut admin_client = admin(&coord.url).await;
-    let campaign = create(
-        &mut admin_client,
-        "primes",
-        json!({"to": 400_000, "unit": 50_000}),
-        0.0,
-    )
-    .await;
+    let mut grind = Cluster::start(5_000, &[]).await;
+    let campaign = grind
+        .create("primes", json!({"to": 400_000, "unit": 50_000}), 0.0)
+        .await;
 
     // An old worker finishes two units (it reports no solver version).
-    let mut old_worker = raw_worker(&coord.url).await;
-    let old_id = register(&mut old_worker, "old").await;
+    let mut old_worker = grind.raw_worker("old").await;
     let mut old_units = Vec::new();
     for _ in 0..2 {
-        let grant = lease_one(&mut old_worker, old_id).await;
-        let (lo, hi) = primes_unit(&grant.unit_payload);
-        let reply = old_worker
-            .complete(pb::CompleteRequest {
-                worker_id: old_id,
-                lease_id: grant.lease_id,
-                unit_payload: grant.unit_payload.clone(),
-                result: Some(pb::UnitResult {
-                    count: primes_between(lo, hi).to_string(),
-                    solver_version: OLD,
-                    ..Default::default()
-                }),
-            })
-            .await
-            .unwrap()
-            .into_inner();
+        let grant = old_worker.lease_one().await;
+        let result = Some(pb::UnitResult {
+            count: primes_in(&grant).to_string(),
+            solver_version: OLD,
+            ..Default::default()
+        });
+        let reply = old_worker.complete(&grant, result).await.unwrap();
         assert!(reply.accepted, "{reply:?}");
         old_units.push(grant.unit_id);
     }
 
     // The old coordinator stops; its database says the campaign runs the old solver.
-    coord.proc.kill();
+    grind.kill();
     {
-        let db = rusqlite::Connection::open(&coord.db).unwrap();
+        let db = rusqlite::Connection::open(&grind.coord.db).unwrap();
         db.execute(
             "UPDATE campaigns SET solver_version = ?2 WHERE id = ?1",
             rusqlite::params![campaign, OLD],
@@ -68,21 +52,20 @@ async fn a_campaign_resumed_by_a_newer_solver_keeps_and_labels_the_older_results
     }
 
     // The new grind resumes it.
-    let coord = coord.start_again();
-    let mut admin_client = admin(&coord.url).await;
-    let _worker = start_worker(&coord.url, "new", 1);
-    let done = wait_finished(&mut admin_client, campaign, LONG).await;
+    grind.start_again().await;
+    let _worker = grind.worker("new");
+    let done = grind.wait_finished(campaign, LONG).await;
     assert_eq!(done.state, "done");
     assert_eq!(
         done.solver_version, current,
         "the campaign runs the new solver"
     );
-    let reply = status(&mut admin_client, campaign).await;
+    let reply = grind.status(campaign).await;
     // pi(400,000) = 33,860 (published, OEIS A000720 / tables of pi(x)).
     assert_counted_once(&reply, 33_860);
     assert_eq!(reply.results.len(), 8);
     for result in &reply.results {
-        let version = result.provenance.as_ref().unwrap().solver_version;
+        let version = provenance(result).solver_version;
         if old_units.contains(&result.unit_id) {
             assert_eq!(version, OLD, "an old result keeps its label: {result:?}");
         } else {
@@ -91,14 +74,7 @@ async fn a_campaign_resumed_by_a_newer_solver_keeps_and_labels_the_older_results
     }
 
     // The upgrade is in the event log, once.
-    let db = rusqlite::Connection::open(&coord.db).unwrap();
-    let upgrades: Vec<String> = db
-        .prepare("SELECT detail FROM events WHERE campaign_id = ?1 AND kind = 'solver_upgraded'")
-        .unwrap()
-        .query_map([campaign], |r| r.get(0))
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
+    let upgrades = event_details(&grind.coord.db, campaign, "solver_upgraded");
     assert_eq!(upgrades.len(), 1, "{upgrades:?}");
     let upgrade: serde_json::Value = serde_json::from_str(&upgrades[0]).unwrap();
     assert_eq!(
@@ -107,7 +83,8 @@ async fn a_campaign_resumed_by_a_newer_solver_keeps_and_labels_the_older_results
     );
 
     // The export's provenance splits the results by solver version and marks the older.
-    let export = admin_client
+    let export = grind
+        .admin
         .export(pb::CampaignRef {
             campaign_id: campaign,
         })

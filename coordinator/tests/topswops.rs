@@ -13,27 +13,26 @@ const LONG: Duration = Duration::from_secs(120);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_workers_find_and_prove_the_maximum_and_every_optimal_deck() {
-    let dir = tempfile::tempdir().unwrap();
-    let coord = start_coordinator(dir.path(), 5_000, &[]);
-    let mut admin = admin(&coord.url).await;
-    let _w1 = start_worker(&coord.url, "w1", 1);
-    let _w2 = start_worker(&coord.url, "w2", 1);
+    let mut grind = Cluster::start(5_000, &[]).await;
+    let _workers = grind.workers(&["w1", "w2"]);
     // f(1..8) are computed by the problem itself (nothing passed in).
-    let discover = create(&mut admin, "topswops", json!({"n": 9}), 0.0).await;
-    let prove = create(&mut admin, "topswops", json!({"n": 8, "target": 22}), 0.0).await;
+    let discover = grind.create("topswops", json!({"n": 9}), 0.0).await;
+    let prove = grind
+        .create("topswops", json!({"n": 8, "target": 22}), 0.0)
+        .await;
 
-    let done = wait_finished(&mut admin, discover, LONG).await;
+    let done = grind.wait_finished(discover, LONG).await;
     // OEIS A000375: f(9) = 30.
     assert_eq!((done.state.as_str(), done.value.as_str()), ("done", "30"));
     assert!(done.proven);
-    let solution: serde_json::Value = serde_json::from_str(&done.solution_json).unwrap();
-    let deck: Vec<u64> = serde_json::from_value(solution["deck"].clone()).unwrap();
+    let deck: Vec<u64> = solution_field(&done, "deck");
     assert_eq!(topswops_flips(&deck), 30);
     assert!(done.best_provenance.is_some());
 
-    let done = wait_finished(&mut admin, prove, LONG).await;
+    let done = grind.wait_finished(prove, LONG).await;
     assert_eq!((done.state.as_str(), done.value.as_str()), ("done", "22"));
-    let export = admin
+    let export = grind
+        .admin
         .export(pb::CampaignRef { campaign_id: prove })
         .await
         .unwrap()
@@ -49,11 +48,7 @@ async fn two_workers_find_and_prove_the_maximum_and_every_optimal_deck() {
     brute.sort();
     let proof: serde_json::Value = serde_json::from_str(&export.provenance_json).unwrap();
     assert_eq!(proof["proven"], true);
-    let c = admin
-        .show_campaign(pb::CampaignRef { campaign_id: prove })
-        .await
-        .unwrap()
-        .into_inner();
+    let c = grind.show(prove).await;
     assert_eq!(c.samples as usize, brute.len(), "one hit per optimal deck");
 }
 
@@ -71,14 +66,14 @@ fn permutations(deck: &mut Vec<u64>, k: usize, visit: &mut dyn FnMut(&[u64])) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn forged_improvements_are_refused_and_true_ones_shared() {
-    let dir = tempfile::tempdir().unwrap();
-    let coord = start_coordinator(dir.path(), 60_000, &[]);
-    let mut admin = admin(&coord.url).await;
-    let mut client = raw_worker(&coord.url).await;
-    let me = register(&mut client, "forger").await;
-    let campaign = create(&mut admin, "topswops", json!({"n": 5}), 0.0).await;
-    let mut bounds = client
-        .watch_bounds(pb::WatchBoundsRequest { worker_id: me })
+    let mut grind = Cluster::start(60_000, &[]).await;
+    let mut forger = grind.raw_worker("forger").await;
+    let campaign = grind.create("topswops", json!({"n": 5}), 0.0).await;
+    let mut bounds = forger
+        .client
+        .watch_bounds(pb::WatchBoundsRequest {
+            worker_id: forger.id,
+        })
         .await
         .unwrap()
         .into_inner();
@@ -88,48 +83,25 @@ async fn forged_improvements_are_refused_and_true_ones_shared() {
         .bounds
         .iter()
         .any(|b| b.campaign_id == campaign && b.bound == 4));
-    let grant = client
-        .lease(pb::LeaseRequest {
-            worker_id: me,
-            capacity: 1,
-        })
-        .await
-        .unwrap()
-        .into_inner()
-        .leases
-        .remove(0);
+    let grant = forger.lease_one().await;
     for (deck, claimed, why) in [
         (json!([3, 1, 4, 5, 2]), 9, "takes 7 flips"),
         (json!([3, 1, 4, 5, 5]), 7, "invalid solution"),
         (json!([3, 1, 4, 5]), 7, "4 cards"),
         (json!([3, 1, 4, 5, 9]), 7, "not in 1..=5"),
     ] {
-        let err = client
-            .report_improvement(pb::ImprovementRequest {
-                worker_id: me,
-                lease_id: grant.lease_id,
-                campaign_id: campaign,
-                solution_json: json!({"deck": deck, "flips": claimed}).to_string(),
-                claimed_score: claimed,
-                ..Default::default()
-            })
-            .await
-            .unwrap_err();
-        assert_eq!(err.code(), Code::InvalidArgument, "{deck}");
+        let solution = json!({"deck": deck, "flips": claimed}).to_string();
+        let refused = forger
+            .report_improvement(grant.lease_id, campaign, solution, claimed)
+            .await;
+        let err = assert_refused(refused, Code::InvalidArgument);
         assert!(err.message().contains(why), "{deck}: {err:?}");
     }
-    let reply = client
-        .report_improvement(pb::ImprovementRequest {
-            worker_id: me,
-            lease_id: grant.lease_id,
-            campaign_id: campaign,
-            solution_json: json!({"deck": [3, 1, 4, 5, 2], "flips": 7}).to_string(),
-            claimed_score: 7,
-            ..Default::default()
-        })
+    let true_one = json!({"deck": [3, 1, 4, 5, 2], "flips": 7}).to_string();
+    let reply = forger
+        .report_improvement(grant.lease_id, campaign, true_one, 7)
         .await
-        .unwrap()
-        .into_inner();
+        .unwrap();
     assert!(reply.accepted);
     // The new bound is pushed to watchers.
     let pushed = tokio::time::timeout(LONG, async {
@@ -147,49 +119,33 @@ async fn forged_improvements_are_refused_and_true_ones_shared() {
     .await
     .expect("the new bound on the stream");
     assert_eq!(pushed, 7);
-    let c = admin
-        .show_campaign(pb::CampaignRef {
-            campaign_id: campaign,
-        })
-        .await
-        .unwrap()
-        .into_inner();
+    let c = grind.show(campaign).await;
     assert_eq!(c.value, "7");
     assert_eq!(c.best_provenance.unwrap().worker_name, "forger");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_long_unit_donates_work_to_an_idle_worker() {
-    let dir = tempfile::tempdir().unwrap();
-    let coord = start_coordinator(dir.path(), 1_000, &[]);
-    let mut admin = admin(&coord.url).await;
+    let mut grind = Cluster::start(1_000, &[]).await;
     // One unit: the whole search tree. Only donation can give the second worker work.
-    let campaign = create(
-        &mut admin,
-        "topswops",
-        json!({"n": 12, "split_depth": 0, "known": [0, 1, 2, 4, 7, 10, 16, 22, 30, 38, 51]}),
-        0.0,
-    )
-    .await;
-    let _w1 = start_worker(&coord.url, "w1", 1);
-    let _w2 = start_worker(&coord.url, "w2", 1);
-    let done = wait_finished(&mut admin, campaign, LONG).await;
+    let campaign = grind
+        .create(
+            "topswops",
+            json!({"n": 12, "split_depth": 0, "known": [0, 1, 2, 4, 7, 10, 16, 22, 30, 38, 51]}),
+            0.0,
+        )
+        .await;
+    let _workers = grind.workers(&["w1", "w2"]);
+    let done = grind.wait_finished(campaign, LONG).await;
     // OEIS A000375: f(12) = 65.
     assert_eq!((done.state.as_str(), done.value.as_str()), ("done", "65"));
-    let reply = status(&mut admin, campaign).await;
-    let conn = rusqlite::Connection::open(&coord.db).unwrap();
-    let donations: i64 = conn
-        .query_row(
-            "SELECT count(*) FROM events WHERE kind = 'donation'",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
+    let reply = grind.status(campaign).await;
+    let donations = count_events(&grind.coord.db, "donation");
     assert!(donations > 0, "the unit donated work");
     let workers: std::collections::BTreeSet<_> = reply
         .results
         .iter()
-        .map(|r| r.provenance.as_ref().unwrap().worker_id)
+        .map(|r| provenance(r).worker_id)
         .collect();
     assert_eq!(workers.len(), 2, "both workers searched part of the tree");
     assert!(done.units.unwrap().done > 1);

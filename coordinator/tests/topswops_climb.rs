@@ -5,31 +5,27 @@
 mod common;
 
 use common::*;
-use serde_json::{json, Value};
+use serde_json::json;
 use std::time::Duration;
 
 const LONG: Duration = Duration::from_secs(240);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn climb_rounds_are_replicated_identically_and_improve_the_start() {
-    let dir = tempfile::tempdir().unwrap();
-    let coord = start_coordinator(dir.path(), 5_000, &[]);
-    let mut admin = admin(&coord.url).await;
+    let mut grind = Cluster::start(5_000, &[]).await;
     // Every unit replicated (verify rate 1): a climb unit depends on its payload only.
-    let campaign = create(
-        &mut admin,
-        "topswops",
-        json!({"n": 40, "heuristic": true, "strategy": "climb", "units": 3,
-               "budget": 1500, "rounds": 3}),
-        1.0,
-    )
-    .await;
-    let _w1 = start_worker(&coord.url, "w1", 1);
-    let _w2 = start_worker(&coord.url, "w2", 1);
-    let done = wait_finished(&mut admin, campaign, LONG).await;
+    let campaign = grind
+        .create(
+            "topswops",
+            json!({"n": 40, "heuristic": true, "strategy": "climb", "units": 3,
+                   "budget": 1500, "rounds": 3}),
+            1.0,
+        )
+        .await;
+    let _workers = grind.workers(&["w1", "w2"]);
+    let done = grind.wait_finished(campaign, LONG).await;
     assert_eq!(done.state, "done");
-    let solution: Value = serde_json::from_str(&done.solution_json).unwrap();
-    let deck: Vec<usize> = serde_json::from_value(solution["deck"].clone()).unwrap();
+    let deck: Vec<usize> = solution_field(&done, "deck");
     assert_eq!(topswops_flips(&deck).to_string(), done.value);
     // The start: unique heads 2, 3, ..., 40, then 1 (built here with the shared crate's
     // bijection, scored by the replay above).
@@ -37,14 +33,14 @@ async fn climb_rounds_are_replicated_identically_and_improve_the_start() {
     let start = grind_shared::problems::topswops::heads::to_deck(&heads).unwrap();
     let start: Vec<usize> = start.iter().map(|&c| c as usize).collect();
     assert!(done.value.parse::<u64>().unwrap() > topswops_flips(&start));
-    let params: Value = serde_json::from_str(&done.params_json).unwrap();
+    let params = params(&done);
     assert_eq!(params["strategy"], "climb");
     assert_eq!(
         (params["rounds"].clone(), params["budget"].clone()),
         (json!(3), json!(1500))
     );
 
-    let conn = rusqlite::Connection::open(&coord.db).unwrap();
+    let conn = open_read_only(&grind.coord.db);
     let labels: Vec<String> = conn
         .prepare("SELECT label FROM units WHERE campaign_id = ?1 ORDER BY id")
         .unwrap()
@@ -61,14 +57,7 @@ async fn climb_rounds_are_replicated_identically_and_improve_the_start() {
     }
     let distinct: std::collections::HashSet<_> = labels.iter().collect();
     assert_eq!(distinct.len(), 9, "a seed of its own for every unit");
-    let count = |kind: &str| -> i64 {
-        conn.query_row(
-            "SELECT count(*) FROM events WHERE campaign_id = ?1 AND kind = ?2",
-            rusqlite::params![campaign, kind],
-            |r| r.get(0),
-        )
-        .unwrap()
-    };
-    assert_eq!(count("replica_differed"), 0);
-    assert_eq!(count("replica_agreed"), 9);
+    let events = |kind| event_details(&grind.coord.db, campaign, kind).len();
+    assert_eq!(events("replica_differed"), 0);
+    assert_eq!(events("replica_agreed"), 9);
 }

@@ -50,11 +50,10 @@ fn show(url: &str, reference: Option<&std::path::Path>) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn primes_entry_is_filled_scored_exported_and_imported() {
-    let dir = tempfile::tempdir().unwrap();
-    let coord = start_coordinator(dir.path(), 5_000, &[]);
-    let _admin = admin(&coord.url).await;
+    let grind = Cluster::start(5_000, &[]).await;
+    let url = &grind.coord.url;
     let added = contest(
-        &coord.url,
+        url,
         &[
             "add",
             "topswops-primes",
@@ -69,12 +68,11 @@ async fn primes_entry_is_filled_scored_exported_and_imported() {
         ],
     );
     assert_eq!(added.lines().count(), 25, "{added}");
-    let _w1 = start_worker(&coord.url, "w1", 1);
-    let _w2 = start_worker(&coord.url, "w2", 1);
+    let _workers = grind.workers(&["w1", "w2"]);
 
     // Every entry gets a deck; the exact ones finish with the proven maximum.
     let entry = wait_for("a deck for every prime", LONG, || async {
-        let entry = show(&coord.url, None);
+        let entry = show(url, None);
         let rows = entry["entries"].as_array()?;
         let filled = rows.iter().all(|r| r["value"].is_number());
         let exact_done = rows
@@ -94,9 +92,9 @@ async fn primes_entry_is_filled_scored_exported_and_imported() {
     }
 
     // Scored against a reference table: 1.0 where the entry matches it.
-    let table = dir.path().join("reference.txt");
+    let table = grind.dir().join("reference.txt");
     std::fs::write(&table, "# best known\n5 7\n7 16\n97 10749\n").unwrap();
-    let scored = show(&coord.url, Some(&table));
+    let scored = show(url, Some(&table));
     let row = |n: &str| {
         scored["entries"]
             .as_array()
@@ -115,9 +113,9 @@ async fn primes_entry_is_filled_scored_exported_and_imported() {
     // Export: one deck a line in the contest's order, each a permutation of 1..n whose
     // replayed flips match the entry's value at export time or later (campaigns keep
     // improving while we export, never worsen).
-    let submission = dir.path().join("primes.txt");
+    let submission = grind.dir().join("primes.txt");
     contest(
-        &coord.url,
+        url,
         &[
             "export",
             "topswops-primes",
@@ -149,20 +147,18 @@ async fn primes_entry_is_filled_scored_exported_and_imported() {
 
     // Import into a fresh entry on another coordinator (no workers): every line lands in
     // the campaign of its n, verified; a malformed line is skipped.
-    let dir2 = tempfile::tempdir().unwrap();
-    let coord2 = start_coordinator(dir2.path(), 5_000, &[]);
-    let _admin2 = admin(&coord2.url).await;
+    let fresh = Cluster::start(5_000, &[]).await;
     contest(
-        &coord2.url,
+        &fresh.coord.url,
         &["add", "topswops-primes", "--exact-up-to", "7", "--k", "4"],
     );
-    let with_bad = dir.path().join("with-bad-line.txt");
+    let with_bad = grind.dir().join("with-bad-line.txt");
     std::fs::write(&with_bad, format!("{text}1,1,2\n3,1,4,5,9\n")).unwrap();
     contest(
-        &coord2.url,
+        &fresh.coord.url,
         &["import", "topswops-primes", &with_bad.display().to_string()],
     );
-    let imported = show(&coord2.url, None);
+    let imported = show(&fresh.coord.url, None);
     let values: Vec<u64> = imported["entries"]
         .as_array()
         .unwrap()
@@ -174,43 +170,38 @@ async fn primes_entry_is_filled_scored_exported_and_imported() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_heuristic_campaign_resumes_after_a_coordinator_restart() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut coord = start_coordinator(dir.path(), 3_000, &[]);
-    let mut admin_client = admin(&coord.url).await;
-    let campaign = create(
-        &mut admin_client,
-        "topswops",
-        json!({"n": 400, "heuristic": true, "k": 5, "units": 3}),
-        0.0,
-    )
-    .await;
-    let mut worker = start_worker(&coord.url, "w1", 1);
-    let first = wait_campaign(&admin_client, campaign, "a first deck", LONG, &|c| {
-        c.value.parse::<u64>().is_ok_and(|v| v > 0)
-    })
-    .await;
+    let mut grind = Cluster::start(3_000, &[]).await;
+    let campaign = grind
+        .create(
+            "topswops",
+            json!({"n": 400, "heuristic": true, "k": 5, "units": 3}),
+            0.0,
+        )
+        .await;
+    let mut worker = grind.worker("w1");
+    let first = grind
+        .wait_campaign(campaign, "a first deck", LONG, &|c| {
+            c.value.parse::<u64>().is_ok_and(|v| v > 0)
+        })
+        .await;
     let before: u64 = first.value.parse().unwrap();
-    let params: Value = serde_json::from_str(&first.params_json).unwrap();
+    let params = params(&first);
     // Strategy and parameters are part of the campaign (and of its results' provenance).
     assert_eq!(params["strategy"], "block");
     assert_eq!(params["pool"], 5);
     assert!(!first.proven);
 
     worker.kill();
-    coord.proc.kill();
-    let coord = start_coordinator_on(coord.db.clone(), "127.0.0.1:0", 3_000, &[]);
-    let admin_client = admin(&coord.url).await;
-    let _worker = start_worker(&coord.url, "w2", 1);
-    let later = wait_campaign(
-        &admin_client,
-        campaign,
-        "growth after the restart",
-        LONG,
-        &|c| c.value.parse::<u64>().is_ok_and(|v| v > before),
-    )
-    .await;
-    let solution: Value = serde_json::from_str(&later.solution_json).unwrap();
-    let deck: Vec<usize> = serde_json::from_value(solution["deck"].clone()).unwrap();
+    grind.kill();
+    grind.coord = start_coordinator_on(grind.coord.db.clone(), "127.0.0.1:0", 3_000, &[]);
+    grind.admin = admin(&grind.coord.url).await;
+    let _worker = grind.worker("w2");
+    let later = grind
+        .wait_campaign(campaign, "growth after the restart", LONG, &|c| {
+            c.value.parse::<u64>().is_ok_and(|v| v > before)
+        })
+        .await;
+    let deck: Vec<usize> = solution_field(&later, "deck");
     assert_eq!(deck.len(), 400);
     assert_eq!(topswops_flips(&deck).to_string(), later.value);
 }

@@ -8,6 +8,7 @@ pub mod count;
 pub mod problem;
 pub mod problems;
 pub mod registry;
+pub mod rng;
 
 /// The version of the grind binaries (from Cargo).
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -25,6 +25,10 @@ const STOP_GRACE: Duration = Duration::from_millis(3000);
 const DELIVERY_GRACE: Duration = Duration::from_millis(1500);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
 const MIN_BACKOFF: Duration = Duration::from_millis(100);
+/// Most completions sent in one `CompleteBatch`.
+const MAX_BATCH: usize = 1024;
+/// Most leases queued per thread ahead of free threads (tiny units, long round trips).
+const MAX_QUEUE_PER_THREAD: usize = 128;
 
 struct Running {
     grant: pb::LeaseGrant,
@@ -79,6 +83,48 @@ struct Agent {
     paused: bool,
     /// Set when the coordinator refuses this worker for good (bad token, banned).
     locked_out: Option<String>,
+    /// What sizes the lease queue: measured unit and round-trip times.
+    pace: Pace,
+    /// False once the coordinator answered that it has no `CompleteBatch` (older grind).
+    batches: bool,
+}
+
+/// Moving averages of how long units take and how long a round trip to the coordinator
+/// takes: the queue of leased units must cover the units finished during a round trip.
+#[derive(Debug, Clone, Copy)]
+struct Pace {
+    unit_seconds: f64,
+    round_trip_seconds: f64,
+}
+
+impl Default for Pace {
+    fn default() -> Self {
+        // Until measured: units are assumed long (one queued per thread, as before).
+        Pace {
+            unit_seconds: 1.0,
+            round_trip_seconds: 0.001,
+        }
+    }
+}
+
+impl Pace {
+    const WEIGHT: f64 = 0.2;
+
+    fn unit_took(&mut self, seconds: f64) {
+        if seconds.is_finite() && seconds >= 0.0 {
+            self.unit_seconds += Self::WEIGHT * (seconds - self.unit_seconds);
+        }
+    }
+
+    fn round_trip_took(&mut self, elapsed: Duration) {
+        self.round_trip_seconds += Self::WEIGHT * (elapsed.as_secs_f64() - self.round_trip_seconds);
+    }
+
+    /// Leases to hold queued per thread: enough for two round trips' worth of units.
+    fn queue_per_thread(&self) -> usize {
+        let units = 2.0 * self.round_trip_seconds / self.unit_seconds.max(1e-6);
+        (units.ceil() as usize).clamp(1, MAX_QUEUE_PER_THREAD)
+    }
 }
 
 /// Runs a worker until `shutdown` resolves.
@@ -117,6 +163,8 @@ pub async fn run(
         idle: None,
         paused: false,
         locked_out: None,
+        pace: Pace::default(),
+        batches: true,
     };
     if agent.config.idle_only {
         agent.idle = Some((IdleMonitor::default(), now));
@@ -150,7 +198,13 @@ pub async fn run(
                 tracing::info!("the --max-hours budget is spent; stopping");
                 break;
             }
-            Some(event) = events_rx.recv() => agent.on_event(event),
+            Some(event) = events_rx.recv() => {
+                agent.on_event(event);
+                // Take every event already waiting, so their results travel in one batch.
+                while let Ok(event) = events_rx.try_recv() {
+                    agent.on_event(event);
+                }
+            }
             _ = tokio::time::sleep_until(wake.into()) => {}
         }
     }
@@ -219,12 +273,15 @@ impl Agent {
         wake.max(Instant::now() + Duration::from_millis(1))
     }
 
-    /// Leases this worker would take now: one per thread plus one queued per thread.
+    /// Leases this worker would take now: one per thread plus a queue per thread sized from
+    /// measured unit and round-trip times (at least one).
     fn free_slots(&self) -> usize {
         if self.paused {
             return 0;
         }
-        (2 * self.config.threads).saturating_sub(self.running.len() + self.queued.len())
+        let threads = self.config.threads;
+        (threads * (1 + self.pace.queue_per_thread()))
+            .saturating_sub(self.running.len() + self.queued.len())
     }
 
     /// Starts queued units on free threads.
@@ -318,20 +375,26 @@ impl Agent {
 
     async fn deliver(&mut self) {
         while self.reachable() {
+            if self.batches && matches!(self.outbox.front(), Some(Outgoing::Complete(_))) {
+                if !self.deliver_batch().await {
+                    return;
+                }
+                continue;
+            }
             let Some(item) = self.outbox.pop_front() else {
                 return;
             };
             let outcome = match &item {
-                Outgoing::Complete(req) => self.client.complete(req.clone()).await.map(|reply| {
-                    if reply.duplicate {
-                        tracing::info!("lease {}: {}", req.lease_id, reply.detail);
-                    } else {
-                        self.summary.units_done += 1;
+                Outgoing::Complete(req) => {
+                    let lease_id = req.lease_id;
+                    match self.client.complete(req.clone()).await {
+                        Ok(reply) => {
+                            self.note_completion(lease_id, &reply);
+                            Ok(())
+                        }
+                        Err(status) => Err(status),
                     }
-                    if reply.accepted {
-                        tracing::info!("lease {}: result accepted", req.lease_id);
-                    }
-                }),
+                }
                 Outgoing::Improvement(req) => self.client.improve(req.clone()).await.map(|reply| {
                     tracing::info!(
                         "improvement {} for campaign {}: {}",
@@ -367,6 +430,116 @@ impl Agent {
                 }
             }
         }
+    }
+
+    /// Sends the completions at the front of the outbox as one batch that also asks for
+    /// more work. False when the coordinator could not be reached (the batch stays queued).
+    async fn deliver_batch(&mut self) -> bool {
+        let mut completions = Vec::new();
+        while completions.len() < MAX_BATCH {
+            match self.outbox.front() {
+                Some(Outgoing::Complete(_)) => {
+                    if let Some(Outgoing::Complete(req)) = self.outbox.pop_front() {
+                        completions.push(req);
+                    }
+                }
+                _ => break,
+            }
+        }
+        let lease_capacity = if Instant::now() >= self.next_lease {
+            self.free_slots() as u32
+        } else {
+            0
+        };
+        let request = pb::CompleteBatchRequest {
+            worker_id: self.worker_id,
+            completions: completions.clone(),
+            lease_capacity,
+        };
+        let sent = Instant::now();
+        match self.client.complete_batch(request).await {
+            Ok(reply) => {
+                self.pace.round_trip_took(sent.elapsed());
+                self.contact_ok();
+                for (req, outcome) in completions.iter().zip(reply.outcomes) {
+                    match outcome.reply {
+                        Some(reply) => self.note_completion(req.lease_id, &reply),
+                        None => {
+                            let status = tonic::Status::new(
+                                Code::from_i32(outcome.error_code),
+                                outcome.error.clone(),
+                            );
+                            tracing::error!(
+                                "the coordinator refused the result of lease {}: {}",
+                                req.lease_id,
+                                outcome.error
+                            );
+                            self.forget_identity_if_unknown(&status);
+                            self.note_refusal(&status);
+                            self.summary.refused += 1;
+                        }
+                    }
+                }
+                if let Some(lease) = reply.lease {
+                    self.take_grants(lease);
+                }
+                true
+            }
+            Err(status) if status.code() == Code::Unimplemented => {
+                tracing::warn!(
+                    "the coordinator has no batched completions; sending them one by one"
+                );
+                self.batches = false;
+                self.requeue_front(completions);
+                true
+            }
+            Err(status) if is_transient(&status) => {
+                self.requeue_front(completions);
+                self.contact_failed("delivery", &status);
+                false
+            }
+            Err(status) => {
+                // The batch as a whole was refused (the worker itself, not one result).
+                self.forget_identity_if_unknown(&status);
+                tracing::error!("the coordinator refused a delivery: {}", status.message());
+                self.note_refusal(&status);
+                if self.worker_id == 0 || self.locked_out.is_some() {
+                    self.requeue_front(completions);
+                } else {
+                    self.summary.refused += completions.len() as u64;
+                }
+                false
+            }
+        }
+    }
+
+    /// Puts completions back at the front of the outbox, in their order.
+    fn requeue_front(&mut self, completions: Vec<pb::CompleteRequest>) {
+        for req in completions.into_iter().rev() {
+            self.outbox.push_front(Outgoing::Complete(req));
+        }
+    }
+
+    /// Counts an acknowledged completion.
+    fn note_completion(&mut self, lease_id: i64, reply: &pb::CompleteReply) {
+        if reply.duplicate {
+            tracing::info!("lease {lease_id}: {}", reply.detail);
+        } else {
+            self.summary.units_done += 1;
+        }
+        if reply.accepted {
+            tracing::debug!("lease {lease_id}: result accepted");
+        }
+    }
+
+    /// Queues granted leases and starts what free threads can take.
+    fn take_grants(&mut self, reply: pb::LeaseReply) {
+        if reply.leases.is_empty() {
+            let wait = reply.retry_after_ms.clamp(10, 10_000) as u64;
+            self.next_lease = Instant::now() + Duration::from_millis(wait);
+        }
+        self.queued.extend(reply.leases);
+        self.start_queued();
     }
 
     async fn heartbeat_if_due(&mut self) {
@@ -438,17 +611,12 @@ impl Agent {
             worker_id: self.worker_id,
             capacity: free as u32,
         };
+        let sent = Instant::now();
         match self.client.lease(request).await {
             Ok(reply) => {
+                self.pace.round_trip_took(sent.elapsed());
                 self.contact_ok();
-                if reply.leases.is_empty() {
-                    let wait = reply.retry_after_ms.clamp(10, 10_000) as u64;
-                    self.next_lease = Instant::now() + Duration::from_millis(wait);
-                }
-                for grant in reply.leases {
-                    self.queued.push_back(grant);
-                }
-                self.start_queued();
+                self.take_grants(reply);
             }
             Err(status) if is_transient(&status) => self.contact_failed("lease", &status),
             Err(status) => {
@@ -671,6 +839,7 @@ impl Agent {
                 result.error = e.to_string();
             }
         }
+        self.pace.unit_took(done.wall_seconds);
         tracing::info!(
             "lease {} finished in {:.3}s wall, {:.3}s CPU",
             done.lease_id,

@@ -62,6 +62,14 @@ impl Client {
         Ok(self.inner.clone().complete(req).await?.into_inner())
     }
 
+    /// See `Worker.CompleteBatch`.
+    pub async fn complete_batch(
+        &self,
+        req: pb::CompleteBatchRequest,
+    ) -> Result<pb::CompleteBatchReply, Status> {
+        Ok(self.inner.clone().complete_batch(req).await?.into_inner())
+    }
+
     /// See `Worker.Donate`.
     pub async fn donate(&self, req: pb::DonateRequest) -> Result<pb::DonateReply, Status> {
         Ok(self.inner.clone().donate(req).await?.into_inner())

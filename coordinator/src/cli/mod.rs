@@ -95,7 +95,7 @@ pub struct ServeArgs {
     /// Allow plain-text connections on a non-loopback address (tokens then travel in clear).
     #[arg(long)]
     pub allow_plaintext: bool,
-    /// Calls a second each worker may make.
+    /// Calls a second each worker may make (0: no limit).
     #[arg(long, default_value_t = 200)]
     pub worker_calls_per_second: u32,
     /// Registrations a second accepted from one address.

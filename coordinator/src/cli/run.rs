@@ -95,6 +95,8 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
         verify_rate: opts.verify_rate,
         allow_self_replication: opts.workers == 1,
         heartbeat_interval_ms: 500,
+        // The workers are this process's own: never throttle them.
+        worker_calls_per_second: 0,
         ..Config::default()
     };
     let coordinator = Coordinator::new(store, Arc::new(SystemClock), config);

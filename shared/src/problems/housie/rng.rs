@@ -5,13 +5,7 @@
 //! equally likely (given uniform random bits); no floating point anywhere. The output
 //! depends only on the seed, so books are reproducible on every platform.
 
-/// splitmix64's output function applied to `x` (a strong 64-bit mixer).
-pub fn splitmix64(x: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
+use crate::rng::splitmix64;
 
 /// xoshiro256++ state.
 #[derive(Clone, Debug)]

@@ -1,0 +1,35 @@
+//! The provenance log: the only writer of the `events` table, which the schema makes
+//! append-only (triggers refuse UPDATE and DELETE).
+
+use rusqlite::{params, Connection};
+use serde_json::Value;
+
+use crate::error::Error;
+
+/// Appends one provenance event and returns its id.
+#[allow(clippy::too_many_arguments)]
+pub fn event(
+    conn: &Connection,
+    now: i64,
+    kind: &str,
+    campaign: Option<i64>,
+    unit: Option<i64>,
+    lease: Option<i64>,
+    worker: Option<i64>,
+    detail: Value,
+) -> Result<i64, Error> {
+    conn.prepare_cached(
+        "INSERT INTO events (at_ms, kind, campaign_id, unit_id, lease_id, worker_id, detail)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )?
+    .execute(params![
+        now,
+        kind,
+        campaign,
+        unit,
+        lease,
+        worker,
+        detail.to_string()
+    ])?;
+    Ok(conn.last_insert_rowid())
+}
