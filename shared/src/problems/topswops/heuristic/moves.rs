@@ -3,23 +3,29 @@
 //! together) elsewhere, swap two heads, reverse a short segment.
 //! Any reordering of those heads is again a valid heads sequence (the same values reach the
 //! top, 1 still ends the game), so every move keeps a genuine deck. Moves are drawn from a
-//! small seeded generator written here, so a unit's moves depend on its seed only (same on
-//! every machine and every build).
+//! small seeded generator (SplitMix64 on the shared `grind_shared::rng::splitmix64`), so a
+//! unit's moves depend on its seed only (same on every machine and every build).
 
 use crate::problems::topswops::scorer::Card;
+use crate::rng::splitmix64;
 
 /// Longest segment a short move spans (reversals, near shifts and swaps).
 pub const MAX_SEGMENT: usize = 12;
 
-/// A seeded pseudo-random generator (SplitMix64): tiny, fast, and fixed by its seed.
+/// SplitMix64's increment (the golden ratio in 64 bits).
+const GAMMA: u64 = 0x9e37_79b9_7f4a_7c15;
+
+/// A seeded pseudo-random generator (SplitMix64, [`splitmix64`]): tiny, fast, and fixed by
+/// its seed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Rng(pub u64);
 
 impl Rng {
     /// The next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        mix(self.0)
+        let out = splitmix64(self.0);
+        self.0 = self.0.wrapping_add(GAMMA);
+        out
     }
 
     /// A value in 0..bound (`bound` > 0), by multiply-shift (bias below 2^-32 for our sizes).
@@ -29,10 +35,10 @@ impl Rng {
 }
 
 /// SplitMix64's finaliser: a bijective scramble of 64 bits (also how unit seeds are made).
-pub fn mix(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
+/// The shared [`splitmix64`] adds the increment first; it is taken off here so that seeds
+/// stay what they were.
+pub fn mix(z: u64) -> u64 {
+    splitmix64(z.wrapping_sub(GAMMA))
 }
 
 /// One move on a sequence of heads (positions index the heads before 1).
@@ -196,6 +202,8 @@ mod tests {
     fn the_generator_is_fixed_by_its_seed() {
         // SplitMix64 from seed 0: published first output 0xe220a8397b1dcdaf.
         assert_eq!(Rng(0).next_u64(), 0xe220_a839_7b1d_cdaf);
+        // The finaliser alone: the same output from the state after one increment.
+        assert_eq!(mix(GAMMA), 0xe220_a839_7b1d_cdaf);
         let draw = |seed| {
             let mut rng = Rng(seed);
             (0..50)
