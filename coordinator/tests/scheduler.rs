@@ -598,3 +598,60 @@ async fn a_completion_batch_settles_each_result_alone_then_leases_more() {
         3
     );
 }
+
+#[tokio::test]
+async fn leases_lost_on_the_way_to_the_worker_are_taken_back_at_its_next_heartbeat() {
+    let rig = rig(3);
+    let campaign = rig
+        .campaign(serde_json::json!({"to": 1_000, "unit": 100}))
+        .await;
+    let worker = rig.worker("w").await;
+    let grants = rig.lease(worker, 4).await;
+    let ids: Vec<i64> = grants.iter().map(|g| g.lease_id).collect();
+    // The worker runs the first and is delivering the second's result. It does not name
+    // the third although that is not newer than the newest lease it received (the reply
+    // carrying it was lost): taken back. The fourth is newer than anything it received,
+    // so it may still be on its way: left alone.
+    let reply = rig
+        .coordinator
+        .heartbeat(pb::HeartbeatRequest {
+            worker_id: worker,
+            leases: vec![no_progress(ids[0])],
+            complete_list: true,
+            delivering: vec![ids[1]],
+            newest_lease_id: ids[2],
+        })
+        .await
+        .unwrap();
+    assert_eq!(reply.leases.len(), 1);
+    let units = rig
+        .coordinator
+        .campaign(campaign)
+        .await
+        .unwrap()
+        .units
+        .unwrap();
+    assert_eq!(units.leased, 3, "the lost lease was taken back: {units:?}");
+    // The delivering lease still completes; the taken-back unit is leased again.
+    rig.complete(worker, &grants[1], count("21")).await.unwrap();
+    let again = rig.lease(worker, 10).await;
+    assert!(again.iter().any(|g| g.unit_id == grants[2].unit_id));
+    assert!(again.iter().all(|g| g.unit_id != grants[3].unit_id));
+    // Without a complete list nothing is taken back.
+    let before = rig
+        .coordinator
+        .campaign(campaign)
+        .await
+        .unwrap()
+        .units
+        .unwrap();
+    rig.heartbeat(worker, no_progress(ids[0])).await;
+    let after = rig
+        .coordinator
+        .campaign(campaign)
+        .await
+        .unwrap()
+        .units
+        .unwrap();
+    assert_eq!(before.leased, after.leased);
+}
