@@ -145,11 +145,53 @@ impl Lns {
         self.stats
     }
 
-    /// One step from a random seed number with a region of about `size` numbers and a
-    /// repair budget of `nodes`; true when the score rose.
+    /// One step with a random region of about `size` numbers and a repair budget of
+    /// `nodes`; true when the score rose. Half the regions are blobs grown from a random
+    /// number ([`Lns::step_at`]); the others are the multiples of a random number d (the
+    /// numbers competing for the factors d, 2d, ...) or a window of consecutive numbers,
+    /// each with their partners.
     pub fn step(&mut self, size: usize, nodes: u64) -> bool {
-        let seed = 2 + self.rng.below(u64::from(self.n.saturating_sub(1))) as u32;
-        self.step_at(seed, size, nodes)
+        if self.n < 4 {
+            return false;
+        }
+        let seed = 2 + self.rng.below(u64::from(self.n - 1)) as u32;
+        match self.rng.below(4) {
+            0 => {
+                let d = 2 + self.rng.below(u64::from(self.n / 3).max(1)) as u32;
+                let members = (1..=self.n / d).map(|k| k * d);
+                let region = self.with_partners(members, size);
+                self.repair(&region, nodes)
+            }
+            1 => {
+                let width = (size as u32 / 2).max(1);
+                let from = seed.saturating_sub(width / 2).max(1);
+                let members = from..=(from + width).min(self.n);
+                let region = self.with_partners(members, size);
+                self.repair(&region, nodes)
+            }
+            _ => self.step_at(seed, size, nodes),
+        }
+    }
+
+    /// The first numbers of `members` with their partners, up to about `size` numbers.
+    fn with_partners(&mut self, members: impl Iterator<Item = u32>, size: usize) -> Vec<u32> {
+        let mut region = Vec::with_capacity(size + 2);
+        for x in members {
+            if region.len() >= size {
+                break;
+            }
+            for y in [x, self.partner[x as usize]] {
+                if y >= 1 && !self.in_region[y as usize] {
+                    self.in_region[y as usize] = true;
+                    region.push(y);
+                }
+            }
+        }
+        for &x in &region {
+            self.in_region[x as usize] = false;
+        }
+        region.sort_unstable();
+        region
     }
 
     /// One step with the region grown from `seed`.
