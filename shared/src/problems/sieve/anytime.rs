@@ -214,3 +214,67 @@ impl Plan {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decoded(batch: &SplitBatch) -> Vec<SieveUnit> {
+        batch
+            .units
+            .iter()
+            .map(|u| SieveUnit::decode(&u.payload).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn rounds_start_from_the_incumbent_and_end_when_idle() {
+        let plan = Plan {
+            n: 30,
+            units: 3,
+            steps: 5,
+        };
+        // Round 0: three units that build their own starts, then a round boundary.
+        let first = plan.split_from(None, 2, None).unwrap();
+        assert_eq!(first.units.len(), 2);
+        let cursor = first.next.clone().unwrap();
+        assert!(!plan.waits_at(&cursor));
+        let rest = plan.split_from(Some(&cursor), 10, None).unwrap();
+        assert_eq!(rest.units.len(), 1);
+        let boundary = rest.next.clone().unwrap();
+        assert!(plan.waits_at(&boundary));
+        let mut seeds: Vec<u64> = decoded(&first)
+            .into_iter()
+            .chain(decoded(&rest))
+            .map(|u| match u {
+                SieveUnit::Heuristic {
+                    round: 0,
+                    seed,
+                    steps: 5,
+                    start,
+                } if start.is_empty() => seed,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        seeds.dedup();
+        assert_eq!(seeds.len(), 3);
+        // Round 1 starts every unit from the incumbent.
+        let game: Game = (vec![29, 25, 27, 22, 26, 28, 20, 30, 18, 24], 249);
+        let round1 = plan.split_from(Some(&boundary), 10, Some(&game)).unwrap();
+        for unit in decoded(&round1) {
+            assert!(
+                matches!(&unit, SieveUnit::Heuristic { round: 1, start, .. } if *start == game.0)
+            );
+        }
+        // Three rounds in a row without a better incumbent end the campaign.
+        let mut cursor = round1.next.unwrap();
+        for round in 2..=3 {
+            let batch = plan.split_from(Some(&cursor), 10, Some(&game)).unwrap();
+            assert_eq!(batch.units.len(), 3, "round {round}");
+            cursor = batch.next.unwrap();
+        }
+        let end = plan.split_from(Some(&cursor), 10, Some(&game)).unwrap();
+        assert!(end.units.is_empty() && end.next.is_none());
+        assert!(plan.split_from(Some(&[1, 2, 3]), 10, None).is_err());
+    }
+}
