@@ -13,6 +13,11 @@
 //!
 //! `cargo bench -p grind-shared --bench sieve -- --probe N` times what creating an exact
 //! campaign costs (the probe search that sets the starting bound, and the splitter).
+//!
+//! `cargo bench -p grind-shared --bench sieve -- --record A B COMMIT` proves every N in
+//! A..=B and prints one `records/sieve.tsv` row per N (value, root bound, units, nodes, CPU
+//! and wall seconds, versions, COMMIT, date, an optimal game); `bench/sieve_record.sh`
+//! appends them to the record.
 
 use std::process::ExitCode;
 use std::time::Instant;
@@ -36,6 +41,11 @@ fn main() -> ExitCode {
     let repeat: usize = flag(&mut args, "--repeat").map_or(3, |r| r.parse().expect("--repeat"));
     if let Some(n) = flag(&mut args, "--probe") {
         return probe(n.parse().expect("--probe N"));
+    }
+    if let Some(at) = args.iter().position(|a| a == "--record") {
+        let from: u32 = args[at + 1].parse().expect("--record A B COMMIT");
+        let to: u32 = args[at + 2].parse().expect("--record A B COMMIT");
+        return record(from, to, &args[at + 3], threads);
     }
     if let Some(at) = args.iter().position(|a| a == "--check") {
         let from: u32 = args[at + 1].parse().expect("--check A B FILE");
@@ -134,4 +144,49 @@ fn check(from: u32, to: u32, terms: &[i64], threads: usize) -> ExitCode {
     } else {
         ExitCode::FAILURE
     }
+}
+
+/// CPU seconds this process has used (user + system, all threads), from /proc/self/stat.
+fn process_cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name (which ends with ')'): utime and stime are the 12th and
+    // 13th, in clock ticks (100 a second on Linux).
+    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+/// Proves every N in `from..=to` and prints one record row per N (see the module docs).
+fn record(from: u32, to: u32, commit: &str, threads: usize) -> ExitCode {
+    let date = std::process::Command::new("date")
+        .args(["-u", "+%Y-%m-%d"])
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .map_or_else(|| "-".to_string(), |d| d.trim().to_string());
+    for n in from..=to {
+        let cpu = process_cpu_seconds();
+        let wall = Instant::now();
+        let proven = local::prove(n, threads).expect("proof");
+        let wall = wall.elapsed().as_secs_f64();
+        let cpu = process_cpu_seconds() - cpu;
+        let bound = Searcher::new(n).root_bound();
+        let game: Vec<String> = proven.moves.iter().map(u64::to_string).collect();
+        println!(
+            "{n}\t{}\t{bound}\t{}\t{}\t{cpu:.2}\t{wall:.2}\t{}\t{}\t{commit}\t{date}\t{}",
+            proven.score,
+            proven.units,
+            proven.nodes,
+            Sieve::SOLVER_VERSION,
+            env!("CARGO_PKG_VERSION"),
+            game.join(" ")
+        );
+    }
+    ExitCode::SUCCESS
 }

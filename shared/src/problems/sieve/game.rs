@@ -158,6 +158,45 @@ pub fn replay(n: u32, moves: &[u64]) -> Result<u64, GameError> {
     Ok(score)
 }
 
+/// The pairing of a legal game: each move with its principal factor (its largest proper
+/// divisor still in the list when it is played), in play order. `None` when a move is not
+/// legal on 1..=n.
+pub fn pairing_of(n: u32, moves: &[u32]) -> Option<Vec<(u32, u32)>> {
+    let mut board = Board::new(n);
+    let mut pairs = Vec::with_capacity(moves.len());
+    for &k in moves {
+        if !board.legal(k) {
+            return None;
+        }
+        let factor = proper_divisors(k)
+            .filter(|&d| board.has(d))
+            .max()
+            .expect("a legal move has a divisor left");
+        board.play(k);
+        pairs.push((k, factor));
+    }
+    Some(pairs)
+}
+
+/// Plays `moves` (legal on 1..=n) and then the largest legal number while any remains: a
+/// finished game extending them, for example a game of N - 1 carried to N. `None` when a
+/// move is not legal.
+pub fn finish(n: u32, moves: &[u32]) -> Option<Vec<u32>> {
+    let mut board = Board::new(n);
+    for &k in moves {
+        if !board.legal(k) {
+            return None;
+        }
+        board.play(k);
+    }
+    let mut moves = moves.to_vec();
+    while let Some(k) = board.largest_legal() {
+        board.play(k);
+        moves.push(k);
+    }
+    Some(moves)
+}
+
 /// Orders a pairing (selected number, the factor it crosses out) into a legal game and
 /// finishes it (plays the largest legal number while any remains). Pair i must precede
 /// pair j when i's factor divides j's number. Returns `None` when the pairing's precedence
@@ -315,6 +354,38 @@ mod tests {
             replay(2, &[]),
             Err(GameError::NotOver { number: 2 })
         ));
+    }
+
+    #[test]
+    fn pairings_of_games_are_their_principal_factors() {
+        let moves = [19, 9, 15, 21, 14, 18, 12, 20, 16];
+        let pairs = pairing_of(21, &moves).unwrap();
+        assert_eq!(
+            pairs,
+            [
+                (19, 1),
+                (9, 3),
+                (15, 5),
+                (21, 7),
+                (14, 2),
+                (18, 6),
+                (12, 4),
+                (20, 10),
+                (16, 8)
+            ]
+        );
+        for &(a, b) in &pairs {
+            assert!(a % b == 0 && a != b);
+        }
+        let again: Vec<u64> = order_pairing(21, &pairs)
+            .unwrap()
+            .into_iter()
+            .map(u64::from)
+            .collect();
+        assert_eq!(replay(21, &again), Ok(144));
+        assert_eq!(pairing_of(21, &[19, 19]), None);
+        assert_eq!(finish(21, &[19, 9]).map(|m| m.len() > 2), Some(true));
+        assert_eq!(finish(21, &[13, 13]), None);
     }
 
     #[test]

@@ -155,12 +155,27 @@ pub struct Matching {
 impl Matching {
     /// The optimal matching of the whole graph of `g`, with `(big, small)` pairs fixed first.
     pub fn new(g: &Graph, fixed: &[(u32, u32)], scratch: &mut Scratch) -> Matching {
+        Matching::restricted(g, fixed, &[], scratch)
+    }
+
+    /// The optimal matching of the graph of `g` without the numbers in `removed`, with
+    /// `(big, small)` pairs fixed first (a neighbourhood of a game: everything outside it
+    /// either fixed or removed).
+    pub fn restricted(
+        g: &Graph,
+        fixed: &[(u32, u32)],
+        removed: &[u32],
+        scratch: &mut Scratch,
+    ) -> Matching {
         let size = g.n as usize + 1;
         let mut m = Matching {
             slots: vec![Slot::default(); size],
             fixed_score: 0,
         };
         m.slots[0].dead = true;
+        for &x in removed {
+            m.slots[x as usize].dead = true;
+        }
         for &(big, small) in fixed {
             m.slots[big as usize].mate = small;
             m.slots[small as usize].mate = big;

@@ -7,11 +7,16 @@
 //! maximum-weight-matching bound ([`search`], [`matching`]). A deterministic heuristic run
 //! gives the campaign its starting bound; the splitter expands the search tree, largest
 //! bound gap first, into many units named by tree paths ([`unit`]); long units donate their
-//! untried subtrees. Anytime mode (`--heuristic --unit-seconds S`) runs randomised searches,
-//! one per unit, for S seconds each (`grind run ... --seconds T` stops the whole run). Solutions are ordered move lists `{"moves": [...],
-//! "score": s}`, verified by plain replay ([`game::replay`]).
+//! untried subtrees. Anytime mode (`--heuristic [--units U] [--unit-seconds S]`) runs rounds
+//! of U large-neighbourhood-search units of about S seconds of a core each ([`anytime`],
+//! [`lns`]): destroy a region of the game, repair it exactly, keep what is not worse; round
+//! 0 builds its starts along a chain from a smaller N, later rounds start from the
+//! incumbent (`grind run ... --seconds T` stops the whole run). Solutions are ordered move
+//! lists `{"moves": [...], "score": s}`, verified by plain replay ([`game::replay`]).
 
+pub mod anytime;
 pub mod game;
+pub mod lns;
 pub mod local;
 pub mod matching;
 pub mod search;
@@ -21,7 +26,6 @@ use clap::Args;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::sync::{Mutex, OnceLock};
-use std::time::{Duration, Instant};
 
 use crate::problem::{
     Objective, Problem, ProblemError, Scored, SolveContext, SplitBatch, UnitOutcome, UnitSpec,
@@ -46,8 +50,6 @@ pub const PROBE_NODES: u64 = 20_000;
 pub fn probe_nodes(n: u32) -> u64 {
     (PROBE_NODES * 1000 / u64::from(n.max(1))).clamp(1_000, PROBE_NODES)
 }
-/// Nodes of the first round of an anytime run (doubling each round).
-pub const HEURISTIC_NODES: u64 = 2_000;
 
 /// Parameters of the sieve.
 #[derive(Args, Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -68,19 +70,20 @@ pub struct SieveParams {
     #[arg(long)]
     #[serde(default)]
     pub heuristic: bool,
-    /// Anytime mode: seconds each unit searches (default 10).
+    /// Anytime mode: about how many seconds of a core each unit searches (default 10; the
+    /// unit's work is a step count derived from it, so that replicas agree).
     #[arg(long, requires = "heuristic")]
     #[serde(default)]
     pub unit_seconds: Option<u32>,
-    /// Number of units: the exact splitter's target (default 256), or the number of
-    /// anytime runs (default 4).
+    /// Number of units: the exact splitter's target (default 256), or the anytime units of
+    /// each round (default 4).
     #[arg(long)]
     #[serde(default)]
     pub units: Option<u32>,
 }
 
 /// A game (moves in play order) and its score.
-type Game = (Vec<u32>, i64);
+pub type Game = (Vec<u32>, i64);
 
 /// What the deterministic probe search of an exact campaign found.
 struct Probe {
@@ -105,7 +108,8 @@ impl ProblemDef for Sieve {
     const NAME: &'static str = "sieve";
     const ABOUT: &'static str =
         "Ginnow's sieve / the Taxman game (A019312): proven best score on 1..N, or a good game fast";
-    const SOLVER_VERSION: u32 = 1;
+    // 2: anytime campaigns are rounds of neighbourhood-search units with a step budget.
+    const SOLVER_VERSION: u32 = 2;
     type Params = SieveParams;
 
     fn from_params(params: SieveParams) -> Result<Self, ProblemError> {
@@ -189,7 +193,7 @@ impl Sieve {
     fn probe(&self) -> &Probe {
         self.start.get_or_init(|| {
             let mut searcher = Searcher::new(self.n);
-            let budget = Budget::new(probe_nodes(self.n), None);
+            let budget = Budget::new(probe_nodes(self.n));
             searcher.set_check_interval(64);
             let end = searcher.search(&[], None, None, &budget);
             // Large N can exhaust the budget before the first leaf: fall back on the greedy
@@ -336,60 +340,13 @@ impl Sieve {
         })
     }
 
-    fn solve_heuristic(
-        &self,
-        seed: u64,
-        ctx: &dyn SolveContext,
-    ) -> Result<UnitOutcome, ProblemError> {
-        let seconds = self.params.unit_seconds.unwrap_or(10);
-        let deadline = Instant::now() + Duration::from_secs(u64::from(seconds));
-        // A game at once (the greedy repair of the maximum matching), then better ones.
-        let mut best: Option<(Vec<u32>, i64)> = Some(Searcher::new(self.n).greedy_game());
-        if let Some((moves, score)) = &best {
-            if ctx.bound().is_none_or(|b| *score > b) {
-                ctx.improve(Scored {
-                    solution: solution(moves, *score),
-                    score: *score,
-                });
-            }
+    /// The anytime campaign's shape.
+    fn plan(&self) -> anytime::Plan {
+        anytime::Plan {
+            n: self.n,
+            units: self.split_units() as u32,
+            steps: anytime::steps_for(self.n, self.params.unit_seconds.unwrap_or(10)),
         }
-        let mut round = 0u64;
-        while Instant::now() < deadline {
-            if ctx.stop_requested() {
-                return Ok(UnitOutcome::Stopped);
-            }
-            let mut searcher = Searcher::new(self.n);
-            searcher.set_check_interval(16);
-            // Round 0 of seed 0 is the plain ordered search; every other round shuffles.
-            let mix = seed
-                .wrapping_mul(0x9E37_79B9_7F4A_7C15)
-                .wrapping_add(round.wrapping_mul(0xD1B5_4A32_D192_ED03));
-            searcher.set_shuffle(((seed, round) != (0, 0)).then_some(mix | 1));
-            let mut budget = Budget::new(HEURISTIC_NODES << round.min(8), Some(deadline));
-            budget.ctx = Some(ctx);
-            budget.best_known(best.as_ref().map(|b| b.1).max(ctx.bound()));
-            searcher
-                .search(&[], None, None, &budget)
-                .map_err(ProblemError::Solver)?;
-            if ctx.stop_requested() {
-                return Ok(UnitOutcome::Stopped);
-            }
-            // Improvements were reported as they were found.
-            if let Some((moves, score)) = budget.best.into_inner().expect("poisoned") {
-                if best.as_ref().is_none_or(|b| score > b.1) {
-                    best = Some((moves, score));
-                }
-            }
-            ctx.progress(round + 1, None);
-            round += 1;
-        }
-        Ok(UnitOutcome::Searched {
-            best: best.map(|(moves, score)| Scored {
-                solution: solution(&moves, score),
-                score,
-            }),
-            hits: Vec::new(),
-        })
     }
 }
 
@@ -412,6 +369,9 @@ impl Problem for Sieve {
     }
 
     fn split(&self, cursor: Option<&[u8]>, max_units: usize) -> Result<SplitBatch, ProblemError> {
+        if self.params.heuristic {
+            return self.plan().split_from(cursor, max_units, None);
+        }
         let from = match cursor {
             None => 0,
             Some(bytes) => {
@@ -421,19 +381,14 @@ impl Problem for Sieve {
                 u32::from_le_bytes(raw) as usize
             }
         };
-        let units: Vec<SieveUnit> = if self.params.heuristic {
-            (0..self.split_units() as u64)
-                .map(|seed| SieveUnit::Heuristic { seed })
-                .collect()
-        } else {
-            self.frontier()?
-                .iter()
-                .map(|path| SieveUnit::Exact {
-                    path: path.clone(),
-                    limit: None,
-                })
-                .collect()
-        };
+        let units: Vec<SieveUnit> = self
+            .frontier()?
+            .iter()
+            .map(|path| SieveUnit::Exact {
+                path: path.clone(),
+                limit: None,
+            })
+            .collect();
         if from > units.len() {
             return Err(ProblemError::InvalidUnit(format!(
                 "sieve: split cursor {from} is past the {} units",
@@ -454,14 +409,41 @@ impl Problem for Sieve {
         })
     }
 
+    fn split_from(
+        &self,
+        cursor: Option<&[u8]>,
+        max_units: usize,
+        incumbent: Option<&Value>,
+    ) -> Result<SplitBatch, ProblemError> {
+        if !self.params.heuristic {
+            return self.split(cursor, max_units);
+        }
+        let game = match incumbent {
+            Some(solution) => {
+                let moves = self
+                    .moves_of(solution)?
+                    .into_iter()
+                    .map(|m| u32::try_from(m).unwrap_or(u32::MAX))
+                    .collect();
+                Some((moves, self.score(solution)?))
+            }
+            None => None,
+        };
+        self.plan().split_from(cursor, max_units, game.as_ref())
+    }
+
+    fn waits_at(&self, cursor: &[u8]) -> bool {
+        self.params.heuristic && self.plan().waits_at(cursor)
+    }
+
     fn solve(&self, payload: &[u8], ctx: &dyn SolveContext) -> Result<UnitOutcome, ProblemError> {
         match SieveUnit::decode(payload)? {
             SieveUnit::Exact { path, limit } if !self.params.heuristic => {
                 self.solve_exact(path, limit, ctx)
             }
-            SieveUnit::Heuristic { seed } if self.params.heuristic => {
-                self.solve_heuristic(seed, ctx)
-            }
+            SieveUnit::Heuristic {
+                seed, steps, start, ..
+            } if self.params.heuristic => self.plan().solve(seed, steps, &start, ctx),
             _ => Err(ProblemError::InvalidUnit(
                 "sieve: the unit's kind does not match the campaign's mode".into(),
             )),
@@ -519,51 +501,32 @@ impl Problem for Sieve {
     }
 }
 
-/// Keeps the best game of a search that stops after a node budget or a deadline; with a
-/// worker's context, also reports improvements at once and stops when the worker asks.
-struct Budget<'a> {
-    ctx: Option<&'a dyn SolveContext>,
+/// Keeps the best game of a search that stops after a node budget (the exact campaign's
+/// deterministic probe).
+struct Budget {
     nodes: u64,
-    deadline: Option<Instant>,
     spent: Mutex<u64>,
-    known: Mutex<Option<i64>>,
     best: Mutex<Option<(Vec<u32>, i64)>>,
 }
 
-impl<'a> Budget<'a> {
-    fn new(nodes: u64, deadline: Option<Instant>) -> Budget<'a> {
+impl Budget {
+    fn new(nodes: u64) -> Budget {
         Budget {
-            ctx: None,
             nodes,
-            deadline,
             spent: Mutex::new(0),
-            known: Mutex::new(None),
             best: Mutex::new(None),
         }
     }
-
-    fn best_known(&self, score: Option<i64>) {
-        *self.known.lock().expect("poisoned") = score;
-    }
 }
 
-impl Observer for Budget<'_> {
+impl Observer for Budget {
     fn bound(&self) -> Option<i64> {
-        let own = self.best.lock().expect("poisoned").as_ref().map(|b| b.1);
-        own.max(*self.known.lock().expect("poisoned"))
+        self.best.lock().expect("poisoned").as_ref().map(|b| b.1)
     }
     fn found(&self, moves: &[u32], score: i64) {
         let mut best = self.best.lock().expect("poisoned");
         if best.as_ref().is_none_or(|b| score > b.1) {
             *best = Some((moves.to_vec(), score));
-            if let Some(ctx) = self.ctx {
-                if ctx.bound().is_none_or(|b| score > b) {
-                    ctx.improve(Scored {
-                        solution: solution(moves, score),
-                        score,
-                    });
-                }
-            }
         }
     }
     fn progress(&self, nodes: u64) {
@@ -572,8 +535,6 @@ impl Observer for Budget<'_> {
     fn checkpoint(&self, _path: &[u16]) {}
     fn should_stop(&self) -> bool {
         *self.spent.lock().expect("poisoned") >= self.nodes
-            || self.deadline.is_some_and(|d| Instant::now() >= d)
-            || self.ctx.is_some_and(|ctx| ctx.stop_requested())
     }
     fn should_split(&self) -> bool {
         false

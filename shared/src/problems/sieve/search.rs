@@ -138,6 +138,19 @@ impl Searcher {
         self.graph.n()
     }
 
+    /// The graph of the instance.
+    pub fn graph(&self) -> &Graph {
+        &self.graph
+    }
+
+    /// Makes the search a neighbourhood search: its root has the pairs `fixed` and none of
+    /// the numbers `removed` (instead of the whole graph with (P, 1) fixed); the counters
+    /// restart. Paths then name nodes of this restricted tree.
+    pub fn restrict(&mut self, fixed: &[(u32, u32)], removed: &[u32]) {
+        self.root = Matching::restricted(&self.graph, fixed, removed, &mut self.scratch);
+        self.stats = SearchStats::default();
+    }
+
     /// The root's upper bound (the heaviest matching with (P, 1) fixed).
     pub fn root_bound(&self) -> i64 {
         self.root.bound()

@@ -2,12 +2,16 @@
 //!
 //! An exact unit is a subtree of the search ([`super::search`]) named by the path of its
 //! root, with an optional exclusive limit path after a donation; a checkpoint is the same
-//! shape, its path being the next node to evaluate. A heuristic unit is a seed.
+//! shape, its path being the next node to evaluate. A heuristic unit is one run of the
+//! neighbourhood search ([`super::lns`]): its round, seed, step budget and starting game
+//! (none in round 0, which builds its own).
 
 use crate::problem::ProblemError;
 
 /// Longest path a payload may carry (far deeper than any search goes).
 pub const MAX_PATH: usize = 4096;
+/// Most moves a starting game may have (a game on 1..=N has at most N/2).
+pub const MAX_MOVES: usize = super::MAX_N as usize / 2;
 
 /// What a unit asks for.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -19,10 +23,16 @@ pub enum SieveUnit {
         /// Exclusive upper limit in depth-first order.
         limit: Option<Vec<u16>>,
     },
-    /// An anytime run seeded with `seed`.
+    /// A neighbourhood search run.
     Heuristic {
-        /// Seed of the randomised child order.
+        /// The campaign's round (0: build a start; later: improve the round's incumbent).
+        round: u32,
+        /// Seed of the run's random choices.
         seed: u64,
+        /// Steps (destroy-and-repair moves) to make.
+        steps: u64,
+        /// The starting game, in play order (empty in round 0).
+        start: Vec<u32>,
     },
 }
 
@@ -75,9 +85,20 @@ impl SieveUnit {
                     None => out.push(0),
                 }
             }
-            SieveUnit::Heuristic { seed } => {
+            SieveUnit::Heuristic {
+                round,
+                seed,
+                steps,
+                start,
+            } => {
                 out.push(HEURISTIC);
+                out.extend_from_slice(&round.to_le_bytes());
                 out.extend_from_slice(&seed.to_le_bytes());
+                out.extend_from_slice(&steps.to_le_bytes());
+                out.extend_from_slice(&(start.len() as u16).to_le_bytes());
+                for m in start {
+                    out.extend_from_slice(&(*m as u16).to_le_bytes());
+                }
             }
         }
         out
@@ -101,12 +122,35 @@ impl SieveUnit {
                 SieveUnit::Exact { path, limit }
             }
             HEURISTIC => {
-                let (seed, after) = rest
+                let (round, after) = rest
+                    .split_first_chunk::<4>()
+                    .ok_or_else(|| bad("truncated round"))?;
+                let (seed, after) = after
                     .split_first_chunk::<8>()
                     .ok_or_else(|| bad("truncated seed"))?;
-                rest = after;
+                let (steps, after) = after
+                    .split_first_chunk::<8>()
+                    .ok_or_else(|| bad("truncated steps"))?;
+                let (len, after) = after
+                    .split_first_chunk::<2>()
+                    .ok_or_else(|| bad("truncated game length"))?;
+                let len = u16::from_le_bytes(*len) as usize;
+                if len > MAX_MOVES {
+                    return Err(bad(format!("a game of {len} moves is too long")));
+                }
+                if after.len() < 2 * len {
+                    return Err(bad("truncated game"));
+                }
+                let start = after[..2 * len]
+                    .chunks_exact(2)
+                    .map(|c| u32::from(u16::from_le_bytes([c[0], c[1]])))
+                    .collect();
+                rest = &after[2 * len..];
                 SieveUnit::Heuristic {
+                    round: u32::from_le_bytes(*round),
                     seed: u64::from_le_bytes(*seed),
+                    steps: u64::from_le_bytes(*steps),
+                    start,
                 }
             }
             other => return Err(bad(format!("unknown kind {other}"))),
@@ -117,7 +161,7 @@ impl SieveUnit {
         Ok(unit)
     }
 
-    /// A label for people: `[3,0,1]`, `[3,0,1] < [3,1]` or `heuristic #7`.
+    /// A label for people: `[3,0,1]`, `[3,0,1] < [3,1]` or `round 2 #7` (the seed).
     pub fn label(&self) -> String {
         let show = |p: &[u16]| {
             p.iter()
@@ -131,7 +175,7 @@ impl SieveUnit {
                 path,
                 limit: Some(limit),
             } => format!("[{}] < [{}]", show(path), show(limit)),
-            SieveUnit::Heuristic { seed } => format!("heuristic #{seed}"),
+            SieveUnit::Heuristic { round, seed, .. } => format!("round {round} #{seed:x}"),
         }
     }
 }
@@ -148,7 +192,18 @@ mod tests {
                 proptest::option::of(proptest::collection::vec(any::<u16>(), 0..20))
             )
                 .prop_map(|(path, limit)| SieveUnit::Exact { path, limit }),
-            any::<u64>().prop_map(|seed| SieveUnit::Heuristic { seed }),
+            (
+                any::<u32>(),
+                any::<u64>(),
+                any::<u64>(),
+                proptest::collection::vec(0u32..65_536, 0..20)
+            )
+                .prop_map(|(round, seed, steps, start)| SieveUnit::Heuristic {
+                    round,
+                    seed,
+                    steps,
+                    start
+                }),
         ]
     }
 
@@ -182,6 +237,12 @@ mod tests {
             limit: Some(vec![3, 1]),
         };
         assert_eq!(u.label(), "[3,0,1] < [3,1]");
-        assert_eq!(SieveUnit::Heuristic { seed: 7 }.label(), "heuristic #7");
+        let h = SieveUnit::Heuristic {
+            round: 2,
+            seed: 255,
+            steps: 10,
+            start: vec![7, 4, 6],
+        };
+        assert_eq!(h.label(), "round 2 #ff");
     }
 }

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Proves the sieve (Taxman game, OEIS A019312) optimum for every N in A..B with grind's own
+# solver (release build, in-process campaign on THREADS threads) and appends one row per N to
+# records/sieve.tsv (value, root bound, units, nodes, CPU and wall seconds, solver and grind
+# versions, commit, date, an optimal game), resuming after the largest N already recorded.
+#   bench/sieve_record.sh A B [THREADS]     (default THREADS: 2)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+from=${1:?first N}
+to=${2:?last N}
+threads=${3:-2}
+record=records/sieve.tsv
+commit=$(git rev-parse --short=12 HEAD)
+# Resume after the largest N already recorded.
+last=$(awk -F'\t' '!/^#/ && $1 > max { max = $1 } END { print max + 0 }' "$record")
+if (( last >= from )); then from=$((last + 1)); fi
+if (( from > to )); then echo "N <= $last already recorded"; exit 0; fi
+uptime
+cargo bench -q -p grind-shared --bench sieve -- --threads "$threads" --record "$from" "$to" "$commit" >>"$record"

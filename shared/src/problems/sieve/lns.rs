@@ -1,0 +1,404 @@
+//! Large neighbourhood search: improves a game by destroying a region of it and repairing
+//! the region exactly, everything else fixed.
+//!
+//! A game is a pairing (each move with its principal factor, [`game::pairing_of`]). A step
+//! picks a *region* R of the divisibility graph (a connected blob of numbers grown from a
+//! seed number through the edges x - x/p, with the partner of every number taken in), keeps
+//! the pairs outside R fixed, removes the unused numbers outside R, and runs the exact
+//! branch-and-bound ([`Searcher::restrict`]) on R with the current score as the bar: any
+//! game it finds is legal (the search orders and finishes it), and one at least as good
+//! replaces the current game. The search is budgeted in nodes, so a step is deterministic
+//! given the game and the random state: a run is a function of its start and seed.
+//!
+//! [`chain`] builds a start for N from a smaller N0: a game for m - 1 is also legal on
+//! 1..=m, so it is carried to m, finished, and repaired around m (most changes from m - 1
+//! to m are the insertion of m or a small swap near it).
+
+use std::cell::{Cell, RefCell};
+
+use super::game;
+use super::search::{Observer, Searcher};
+
+/// A small, fast generator (xorshift64*), seeded per run.
+#[derive(Clone, Debug)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator from `seed` (any value, zero included).
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// A number in 0..bound (bound >= 1).
+    pub fn below(&mut self, bound: u64) -> u64 {
+        self.next_u64() % bound.max(1)
+    }
+}
+
+/// Counters of a run.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LnsStats {
+    /// Steps (repairs) made.
+    pub steps: u64,
+    /// Steps that raised the score.
+    pub improvements: u64,
+    /// Branch-and-bound nodes over all repairs.
+    pub nodes: u64,
+}
+
+/// A game being improved by destroy-and-repair steps.
+pub struct Lns {
+    n: u32,
+    searcher: Searcher,
+    rng: Rng,
+    moves: Vec<u32>,
+    score: i64,
+    /// Partner of each number in the current pairing (0 = unpaired).
+    partner: Vec<u32>,
+    /// Scratch: membership of the region being built.
+    in_region: Vec<bool>,
+    stats: LnsStats,
+}
+
+/// Keeps the best game of one repair; stops after a node budget.
+struct Repair {
+    bar: i64,
+    limit: u64,
+    spent: Cell<u64>,
+    best: RefCell<Option<(Vec<u32>, i64)>>,
+}
+
+impl Observer for Repair {
+    fn bound(&self) -> Option<i64> {
+        Some(self.best.borrow().as_ref().map_or(self.bar, |b| b.1))
+    }
+    fn found(&self, moves: &[u32], score: i64) {
+        let mut best = self.best.borrow_mut();
+        if best.as_ref().is_none_or(|b| score > b.1) {
+            *best = Some((moves.to_vec(), score));
+        }
+    }
+    fn progress(&self, nodes: u64) {
+        self.spent.set(nodes);
+    }
+    fn checkpoint(&self, _path: &[u16]) {}
+    fn should_stop(&self) -> bool {
+        self.spent.get() >= self.limit
+    }
+    fn should_split(&self) -> bool {
+        false
+    }
+    fn donate(&self, _prefixes: Vec<Vec<u16>>, _limit: Vec<u16>) -> bool {
+        false
+    }
+}
+
+impl Lns {
+    /// A run on 1..=n from the finished legal game `start`, drawing regions from `seed`.
+    pub fn new(n: u32, start: &[u32], seed: u64) -> Result<Lns, String> {
+        let mut searcher = Searcher::new(n);
+        searcher.set_check_interval(16);
+        let mut lns = Lns {
+            n,
+            searcher,
+            rng: Rng::new(seed),
+            moves: Vec::new(),
+            score: 0,
+            partner: vec![0; n as usize + 1],
+            in_region: vec![false; n as usize + 1],
+            stats: LnsStats::default(),
+        };
+        lns.adopt(start)?;
+        Ok(lns)
+    }
+
+    /// Makes `moves` (a legal game, finished here if it is not) the current game.
+    fn adopt(&mut self, moves: &[u32]) -> Result<(), String> {
+        let moves = game::finish(self.n, moves)
+            .ok_or_else(|| format!("sieve N={}: the start is not a legal game", self.n))?;
+        let pairs = game::pairing_of(self.n, &moves).expect("a finished legal game");
+        self.partner.iter_mut().for_each(|p| *p = 0);
+        for &(a, b) in &pairs {
+            self.partner[a as usize] = b;
+            self.partner[b as usize] = a;
+        }
+        self.score = moves.iter().map(|&m| i64::from(m)).sum();
+        self.moves = moves;
+        Ok(())
+    }
+
+    /// The current game and its score.
+    pub fn game(&self) -> (&[u32], i64) {
+        (&self.moves, self.score)
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> LnsStats {
+        self.stats
+    }
+
+    /// One step with a random region of about `size` numbers and a repair budget of
+    /// `nodes`; true when the score rose. Half the regions are blobs grown from a random
+    /// number ([`Lns::step_at`]); the others are the multiples of a random number d (the
+    /// numbers competing for the factors d, 2d, ...) or a window of consecutive numbers,
+    /// each with their partners.
+    pub fn step(&mut self, size: usize, nodes: u64) -> bool {
+        if self.n < 4 {
+            return false;
+        }
+        let seed = 2 + self.rng.below(u64::from(self.n - 1)) as u32;
+        match self.rng.below(4) {
+            0 => {
+                let d = 2 + self.rng.below(u64::from(self.n / 3).max(1)) as u32;
+                let members = (1..=self.n / d).map(|k| k * d);
+                let region = self.with_partners(members, size);
+                self.repair(&region, nodes)
+            }
+            1 => {
+                let width = (size as u32 / 2).max(1);
+                let from = seed.saturating_sub(width / 2).max(1);
+                let members = from..=(from + width).min(self.n);
+                let region = self.with_partners(members, size);
+                self.repair(&region, nodes)
+            }
+            _ => self.step_at(seed, size, nodes),
+        }
+    }
+
+    /// The first numbers of `members` with their partners, up to about `size` numbers.
+    fn with_partners(&mut self, members: impl Iterator<Item = u32>, size: usize) -> Vec<u32> {
+        let mut region = Vec::with_capacity(size + 2);
+        for x in members {
+            if region.len() >= size {
+                break;
+            }
+            for y in [x, self.partner[x as usize]] {
+                if y >= 1 && !self.in_region[y as usize] {
+                    self.in_region[y as usize] = true;
+                    region.push(y);
+                }
+            }
+        }
+        for &x in &region {
+            self.in_region[x as usize] = false;
+        }
+        region.sort_unstable();
+        region
+    }
+
+    /// One step with the region grown from `seed`.
+    pub fn step_at(&mut self, seed: u32, size: usize, nodes: u64) -> bool {
+        if self.n < 2 {
+            return false;
+        }
+        let region = self.region(seed.clamp(1, self.n), size);
+        self.repair(&region, nodes)
+    }
+
+    /// A connected blob of about `size` numbers around `seed`: grown by adding a random
+    /// graph neighbour of a random member, each number with its current partner.
+    fn region(&mut self, seed: u32, size: usize) -> Vec<u32> {
+        let mut members: Vec<u32> = Vec::with_capacity(size + 2);
+        let add = |x: u32, members: &mut Vec<u32>, in_region: &mut [bool]| {
+            if x >= 1 && !in_region[x as usize] {
+                in_region[x as usize] = true;
+                members.push(x);
+            }
+        };
+        add(seed, &mut members, &mut self.in_region);
+        add(
+            self.partner[seed as usize],
+            &mut members,
+            &mut self.in_region,
+        );
+        let mut misses = 0;
+        while members.len() < size && misses < 4 * size {
+            let from = members[self.rng.below(members.len() as u64) as usize];
+            let edges = self.searcher.graph().edges(from);
+            if edges.is_empty() {
+                misses += 1;
+                continue;
+            }
+            let e = edges[self.rng.below(edges.len() as u64) as usize];
+            if self.in_region[e.other as usize] {
+                misses += 1;
+                continue;
+            }
+            add(e.other, &mut members, &mut self.in_region);
+            add(
+                self.partner[e.other as usize],
+                &mut members,
+                &mut self.in_region,
+            );
+        }
+        for &x in &members {
+            self.in_region[x as usize] = false;
+        }
+        members.sort_unstable();
+        members
+    }
+
+    /// Repairs `region` exactly (within `nodes`); adopts a game at least as good.
+    fn repair(&mut self, region: &[u32], nodes: u64) -> bool {
+        self.stats.steps += 1;
+        for &x in region {
+            self.in_region[x as usize] = true;
+        }
+        let mut fixed = Vec::new();
+        let mut removed = Vec::new();
+        for x in 1..=self.n {
+            if self.in_region[x as usize] {
+                continue;
+            }
+            let p = self.partner[x as usize];
+            if p == 0 {
+                removed.push(x);
+            } else if p < x {
+                fixed.push((x, p));
+            }
+        }
+        for &x in region {
+            self.in_region[x as usize] = false;
+        }
+        self.searcher.restrict(&fixed, &removed);
+        if self.searcher.root_bound() < self.score {
+            return false;
+        }
+        let repair = Repair {
+            bar: self.score - 1,
+            limit: nodes,
+            spent: Cell::new(0),
+            best: RefCell::new(None),
+        };
+        let ended = self.searcher.search(&[], None, None, &repair);
+        self.stats.nodes += self.searcher.stats().nodes;
+        let Ok(_) = ended else {
+            return false;
+        };
+        match repair.best.into_inner() {
+            Some((moves, score)) if score >= self.score => {
+                let improved = score > self.score;
+                if improved {
+                    self.stats.improvements += 1;
+                }
+                // The search's games are ordered and finished: legal by construction.
+                self.adopt(&moves).is_ok() && improved
+            }
+            _ => false,
+        }
+    }
+}
+
+/// A start for N built along a chain: a game for `from` (the greedy game, then `polish`
+/// random steps), carried to each m in from+1..=n and repaired around m with `per_step`
+/// steps. Returns the game for n, or `None` as soon as `stop` says so.
+#[allow(clippy::too_many_arguments)]
+pub fn chain(
+    from: u32,
+    n: u32,
+    seed: u64,
+    size: usize,
+    nodes: u64,
+    polish: u64,
+    per_step: u64,
+    stop: &dyn Fn() -> bool,
+) -> Result<Option<Vec<u32>>, String> {
+    let from = from.clamp(1, n.max(1));
+    let (start, _) = Searcher::new(from).greedy_game();
+    let mut lns = Lns::new(from, &start, seed)?;
+    for i in 0..polish {
+        if i % 16 == 0 && stop() {
+            return Ok(None);
+        }
+        lns.step(size, nodes);
+    }
+    let mut moves = lns.game().0.to_vec();
+    for m in from + 1..=n {
+        if stop() {
+            return Ok(None);
+        }
+        let mut next = Lns::new(m, &moves, seed ^ u64::from(m))?;
+        for _ in 0..per_step {
+            next.step_at(m, size, nodes);
+        }
+        moves = next.game().0.to_vec();
+    }
+    Ok(Some(moves))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn replayed(n: u32, moves: &[u32]) -> Result<u64, game::GameError> {
+        let moves: Vec<u64> = moves.iter().map(|&m| u64::from(m)).collect();
+        game::replay(n, &moves)
+    }
+
+    #[test]
+    fn steps_never_lower_the_score_and_games_stay_legal() {
+        for n in [2u32, 10, 60, 150] {
+            let (start, greedy) = Searcher::new(n).greedy_game();
+            let mut lns = Lns::new(n, &start, 7).unwrap();
+            assert_eq!(lns.game().1, greedy);
+            let mut last = greedy;
+            for i in 0..60 {
+                lns.step(8 + i % 40, 200);
+                let (moves, score) = lns.game();
+                assert!(score >= last, "N = {n}");
+                assert_eq!(replayed(n, moves), Ok(score as u64), "N = {n}");
+                last = score;
+            }
+            assert!(last <= Searcher::new(n).root_bound(), "N = {n}");
+        }
+    }
+
+    #[test]
+    fn a_whole_region_repair_is_the_exact_optimum() {
+        // A region holding every number leaves nothing fixed: the repair is the exact search
+        // (N = 50: 808, N = 82: 2187, OEIS A019312).
+        for (n, optimum) in [(50u32, 808i64), (82, 2187)] {
+            let (start, _) = Searcher::new(n).greedy_game();
+            let mut lns = Lns::new(n, &start, 1).unwrap();
+            lns.step_at(1, n as usize + 1, 1_000_000);
+            assert_eq!(lns.game().1, optimum, "N = {n}");
+        }
+    }
+
+    #[test]
+    fn runs_are_functions_of_start_and_seed() {
+        let run = |seed| {
+            let moves = chain(80, 120, seed, 30, 200, 20, 2, &|| false)
+                .unwrap()
+                .unwrap();
+            let mut lns = Lns::new(120, &moves, seed).unwrap();
+            for _ in 0..40 {
+                lns.step(30, 200);
+            }
+            lns.game().0.to_vec()
+        };
+        assert_eq!(run(3), run(3));
+        let game = run(3);
+        assert!(replayed(120, &game).is_ok());
+    }
+
+    #[test]
+    fn chains_give_legal_games_and_bad_starts_are_refused() {
+        let moves = chain(1, 90, 5, 24, 200, 10, 2, &|| false).unwrap().unwrap();
+        assert_eq!(chain(1, 90, 5, 24, 200, 10, 2, &|| true), Ok(None));
+        assert!(replayed(90, &moves).is_ok());
+        assert!(Lns::new(10, &[7, 7], 0).is_err());
+        assert!(Lns::new(10, &[11], 0).is_err());
+        // An unfinished legal start is finished.
+        let lns = Lns::new(10, &[7], 0).unwrap();
+        assert_eq!(replayed(10, lns.game().0), Ok(lns.game().1 as u64));
+    }
+}
