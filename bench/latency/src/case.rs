@@ -193,6 +193,7 @@ async fn drive(
             verify_rate: 0.0,
             max_attempts: 0,
             family: String::new(),
+            target_lease_ms: 0,
         })
         .await
         .map_err(|e| LatencyError::Setup(format!("create campaign: {}", e.message())))?
