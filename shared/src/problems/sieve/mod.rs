@@ -11,6 +11,7 @@
 //! one per unit, for S seconds each (`grind run ... --seconds T` stops the whole run). Solutions are ordered move lists `{"moves": [...],
 //! "score": s}`, verified by plain replay ([`game::replay`]).
 
+mod donation;
 pub mod game;
 pub mod local;
 pub mod matching;
@@ -23,6 +24,7 @@ use serde_json::{json, Value};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+use crate::coverage::{check_range_donation, RangeUnit};
 use crate::problem::{
     Objective, Problem, ProblemError, Scored, SolveContext, SplitBatch, UnitOutcome, UnitSpec,
 };
@@ -466,6 +468,28 @@ impl Problem for Sieve {
                 "sieve: the unit's kind does not match the campaign's mode".into(),
             )),
         }
+    }
+
+    fn check_donation(
+        &self,
+        old: &[u8],
+        remaining: &[u8],
+        donated: &[Vec<u8>],
+        bound: Option<i64>,
+    ) -> Result<(), ProblemError> {
+        let range = |bytes: &[u8]| match SieveUnit::decode(bytes)? {
+            SieveUnit::Exact { path, limit } => Ok(RangeUnit { path, limit }),
+            SieveUnit::Heuristic { .. } => Err(ProblemError::Unsupported(
+                "heuristic sieve units are never split by donation".into(),
+            )),
+        };
+        let donated = donated
+            .iter()
+            .map(|bytes| range(bytes))
+            .collect::<Result<Vec<_>, _>>()?;
+        let (old, remaining) = (range(old)?, range(remaining)?);
+        let mut gaps = donation::GapSearch::new(self.n, bound.max(self.initial_bound()));
+        check_range_donation(&old, &remaining, &donated, &mut gaps)
     }
 
     fn score(&self, solution: &Value) -> Result<i64, ProblemError> {
