@@ -370,12 +370,80 @@ impl Coordinator {
         )))
     }
 
-    /// Accepts donated units.
+    /// Accepts donated units once the problem has checked, on a blocking thread, that the
+    /// kept and donated parts cover the donor's unit exactly (`Problem::check_donation`). A
+    /// donation that fails is refused and recorded against the worker (`donation_rejected`).
     pub async fn donate(&self, req: pb::DonateRequest) -> Result<pb::DonateReply, Error> {
+        if req.units.len() > scheduler::donations::MAX_DONATED {
+            return Err(Error::InvalidArgument(format!(
+                "{} donated units is more than the {} allowed at once",
+                req.units.len(),
+                scheduler::donations::MAX_DONATED
+            )));
+        }
+        let this = self.clone();
+        let (worker_id, lease_id) = (req.worker_id, req.lease_id);
+        let (lease, problem, checked, best) = self
+            .inner
+            .store
+            .read(move |conn| {
+                let lease = scheduler::owned_lease(conn, worker_id, lease_id)?;
+                // A stale donation (its lease over) is refused by the write, without a strike.
+                if lease.state != "active" {
+                    return Err(Error::FailedPrecondition(format!(
+                        "lease {} is {}, not active",
+                        lease.id, lease.state
+                    )));
+                }
+                let problem = this.inner.problems.get(conn, lease.campaign_id)?;
+                let (payload, best) =
+                    scheduler::donations::donation_basis(conn, lease.unit_id, lease.campaign_id)?;
+                Ok((lease, problem, payload, best))
+            })
+            .await?;
+        let old = checked.clone();
+        let remaining = req.remaining_payload.clone();
+        let donated: Vec<Vec<u8>> = req.units.iter().map(|u| u.payload.clone()).collect();
+        let verdict = tokio::task::spawn_blocking(move || {
+            problem.check_donation(&old, &remaining, &donated, best)
+        })
+        .await
+        .map_err(|e| Error::Internal(format!("donation check panicked: {e}")))?;
+        if let Err(reason) = verdict {
+            return self.reject_donation(&req, &lease, reason.to_string()).await;
+        }
         let accepted = self
-            .write(move |ctx| scheduler::donate(ctx, req.worker_id, &req))
+            .write(move |ctx| scheduler::donate(ctx, req.worker_id, &req, &checked))
             .await?;
         Ok(pb::DonateReply { accepted })
+    }
+
+    /// Records a refused donation against its worker and refuses it.
+    async fn reject_donation(
+        &self,
+        req: &pb::DonateRequest,
+        lease: &scheduler::LeaseRow,
+        reason: String,
+    ) -> Result<pb::DonateReply, Error> {
+        let (worker, lease_id, unit, campaign) =
+            (req.worker_id, lease.id, lease.unit_id, lease.campaign_id);
+        let detail = serde_json::json!({"reason": reason, "units": req.units.len()});
+        self.write(move |ctx| {
+            scheduler::event(
+                ctx.conn,
+                ctx.now,
+                "donation_rejected",
+                Some(campaign),
+                Some(unit),
+                Some(lease_id),
+                Some(worker),
+                detail,
+            )
+        })
+        .await?;
+        Err(Error::InvalidArgument(format!(
+            "donation rejected: {reason}"
+        )))
     }
 
     /// Verifies and records a unit result (idempotent per unit).

@@ -20,6 +20,37 @@ const CAMPAIGN_COLUMNS: &str = "id, name, problem, params_json, objective, state
     best_score, best_solution, total, samples, created_ms, finished_ms, cpu_seconds, nodes,
     verify_rate, best_event, split_done, solver_version, family";
 
+/// What a campaign's value means, in the words every view uses (CLI, JSON, web, export):
+/// `proven_optimum` (finished exhaustive search, value optimal), `proven_none_reaches_target`
+/// (finished exhaustive search that found no solution beating its starting bound or proof
+/// target: a proof that none exists, not an optimum), `best_found` (a verified solution, not
+/// proven optimal), `none_found`, `exact_count` / `partial_count`, `samples`.
+pub fn outcome(objective: &str, proven: bool, has_value: bool) -> &'static str {
+    match (objective, proven, has_value) {
+        ("count", true, _) => "exact_count",
+        ("count", false, _) => "partial_count",
+        ("sample", _, _) => "samples",
+        (_, true, true) => "proven_optimum",
+        (_, true, false) => "proven_none_reaches_target",
+        (_, false, true) => "best_found",
+        (_, false, false) => "none_found",
+    }
+}
+
+/// The words for people of an [`outcome`].
+pub fn outcome_words(outcome: &str) -> &'static str {
+    match outcome {
+        "proven_optimum" => "proven optimum",
+        "proven_none_reaches_target" => "proven: no solution reaches the target",
+        "best_found" => "best found, not proven",
+        "none_found" => "nothing found yet",
+        "exact_count" => "exact count",
+        "partial_count" => "partial count",
+        "samples" => "samples",
+        _ => "",
+    }
+}
+
 fn campaign_from_row(conn: &Connection, r: &Row) -> Result<pb::CampaignStatus, Error> {
     let id: i64 = r.get(0)?;
     let objective: String = r.get(4)?;
@@ -38,6 +69,7 @@ fn campaign_from_row(conn: &Connection, r: &Row) -> Result<pb::CampaignStatus, E
     let mut units = unit_counts(conn, id)?;
     units.split_complete = split_done;
     let proven = state == "done" && exhaustive && units.failed == 0;
+    let outcome = outcome(&objective, proven, !value.is_empty()).to_string();
     let workers: i64 = conn
         .prepare_cached(
             "SELECT count(DISTINCT worker_id) FROM leases WHERE campaign_id = ?1 AND state = 'active'",
@@ -52,6 +84,7 @@ fn campaign_from_row(conn: &Connection, r: &Row) -> Result<pb::CampaignStatus, E
         state,
         value,
         proven,
+        outcome,
         solution_json: r.get::<_, Option<String>>(8)?.unwrap_or_default(),
         units: Some(units),
         workers: workers as u32,
@@ -285,6 +318,7 @@ pub fn provenance_record(
         "state": status.state,
         "value": status.value,
         "proven": status.proven,
+        "outcome": status.outcome,
         "solution": serde_json::from_str::<serde_json::Value>(&status.solution_json).ok(),
         "solver_version": status.solver_version,
         "best_found_by": status.best_provenance.as_ref().map(|p| json!({
@@ -307,4 +341,24 @@ pub fn provenance_record(
         })).collect::<Vec<_>>(),
         "exported_by": {"version": grind_shared::VERSION, "git_commit": grind_shared::GIT_COMMIT},
     }))
+}
+
+#[cfg(test)]
+mod outcome_tests {
+    use super::{outcome, outcome_words};
+
+    #[test]
+    fn a_proof_without_a_value_is_not_called_an_optimum() {
+        assert_eq!(outcome("max", true, true), "proven_optimum");
+        assert_eq!(outcome("max", true, false), "proven_none_reaches_target");
+        assert_eq!(outcome("min", false, true), "best_found");
+        assert_eq!(outcome("max", false, false), "none_found");
+        assert_eq!(outcome("count", true, true), "exact_count");
+        assert_eq!(outcome("count", false, true), "partial_count");
+        assert_eq!(outcome("sample", true, true), "samples");
+        for o in ["proven_optimum", "proven_none_reaches_target", "best_found"] {
+            assert!(!outcome_words(o).is_empty());
+        }
+        assert!(!outcome_words("proven_none_reaches_target").contains("optimum"));
+    }
 }

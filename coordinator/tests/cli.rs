@@ -47,6 +47,7 @@ fn run_prints_the_verified_result_as_json_on_the_last_line() {
     // pi(200000) = 17984.
     assert_eq!(v["value"], "17984");
     assert_eq!(v["proven"], true);
+    assert_eq!(v["outcome"], "exact_count");
     assert_eq!(v["objective"], "count");
     assert_eq!(v["problem"], "primes");
     assert_eq!(v["params"]["to"], 200000);
@@ -431,6 +432,7 @@ async fn admin_commands_drive_a_served_campaign() {
     assert_eq!(v["state"], "done");
     assert_eq!(v["value"], "25997");
     assert_eq!(v["proven"], true);
+    assert_eq!(v["outcome"], "exact_count");
     assert_eq!(v["units"]["done"], 3);
     assert_eq!(v["units"]["pending"], 0);
     assert!(v["workers"].is_number());
@@ -539,3 +541,46 @@ async fn a_worker_sent_sigterm_hands_back_a_checkpoint_that_another_worker_resum
 }
 
 const LONG_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+
+#[test]
+fn a_proof_that_nothing_reaches_the_target_is_not_called_an_optimum() {
+    // f(7) = 16 (OEIS A000375): no 7-card deck takes 17 flips.
+    let out = grind(&[
+        "run",
+        "topswops",
+        "--n",
+        "7",
+        "--target",
+        "17",
+        "--workers",
+        "1",
+        "--threads",
+        "1",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_str(&last_line(&out.stdout)).unwrap();
+    assert_eq!(v["value"], serde_json::Value::Null);
+    assert_eq!(v["outcome"], "proven_none_reaches_target");
+    let human = grind(&[
+        "run",
+        "topswops",
+        "--n",
+        "7",
+        "--target",
+        "17",
+        "--workers",
+        "1",
+        "--threads",
+        "1",
+    ]);
+    let text = String::from_utf8_lossy(&human.stdout);
+    assert!(
+        text.contains("proven: no solution reaches the target") && !text.contains("optimum"),
+        "{text}"
+    );
+}

@@ -720,3 +720,116 @@ async fn a_registration_flood_is_rate_limited_and_lease_hoarding_is_capped() {
     assert_done_with(&done, answers::primes_between(0, 400_000));
     assert_store_consistent(&grind.coord.db, true);
 }
+
+/// A named donation attack: what the donor keeps and what it donates.
+type Attack = (&'static str, Vec<u8>, Vec<Vec<u8>>);
+
+/// A donation as a raw client sends it: the kept payload and the donated payloads.
+async fn donate(
+    worker: &mut RawWorker,
+    grant: &pb::LeaseGrant,
+    remaining: Vec<u8>,
+    donated: Vec<Vec<u8>>,
+) -> Result<pb::DonateReply, tonic::Status> {
+    let reply = worker
+        .client
+        .donate(pb::DonateRequest {
+            worker_id: worker.id,
+            lease_id: grant.lease_id,
+            units: donated
+                .into_iter()
+                .map(|payload| pb::UnitSpec {
+                    label: "donated".into(),
+                    payload,
+                })
+                .collect(),
+            remaining_payload: remaining,
+            remaining_cursor: Vec::new(),
+        })
+        .await?;
+    Ok(reply.into_inner())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn donations_that_do_not_cover_the_unit_exactly_are_refused_and_struck() {
+    use grind_shared::problems::topswops::TopswopsUnit;
+    let unit = |prefix: &[u8], limit: Option<&[u8]>| {
+        TopswopsUnit {
+            prefix: prefix.to_vec(),
+            limit: limit.map(<[u8]>::to_vec),
+        }
+        .encode()
+    };
+    let mut grind = Cluster::start(30_000, &[]).await;
+    let mut donor = grind.raw_worker("donor").await;
+    // No replication: the coverage check alone must keep the proof whole.
+    let campaign = grind
+        .create("topswops", json!({"n": 8, "split_depth": 1}), 0.0)
+        .await;
+    // Take the unit [2] (the subtree where the first card is 2); hand the others back.
+    let mut grant = None;
+    for leased in donor.lease(8).await.expect("lease") {
+        if leased.unit_payload == unit(&[2], None) {
+            grant = Some(leased);
+        } else {
+            donor.release(leased.lease_id, Vec::new()).await.unwrap();
+        }
+    }
+    let grant = grant.expect("the unit [2] was granted");
+    let kept = |limit: &[u8]| unit(&[2], Some(limit));
+    let whole = |v: u8| unit(&[2, v], None);
+    // (attack, what the donor keeps, what it donates)
+    let attacks: Vec<Attack> = vec![
+        ("shrink and donate nothing", kept(&[2, 3]), vec![]),
+        // Keeps [2] below [2, 3], donates [2, 3] only: [2, 4] .. [2, 8] left unsearched.
+        ("shrink and donate a little", kept(&[2, 3]), vec![whole(3)]),
+        (
+            "overlapping donations",
+            kept(&[2, 7]),
+            vec![whole(7), whole(7), whole(8)],
+        ),
+        (
+            "a donation containing another",
+            kept(&[2, 7]),
+            vec![whole(7), unit(&[2, 7, 3], None), whole(8)],
+        ),
+        (
+            "a donation outside the unit",
+            kept(&[2, 8]),
+            vec![whole(8), unit(&[3], None)],
+        ),
+        (
+            "the donor keeps another subtree",
+            unit(&[3], Some(&[3, 8])),
+            vec![unit(&[3, 8], None)],
+        ),
+    ];
+    for (attack, remaining, donated) in &attacks {
+        let refused = donate(&mut donor, &grant, remaining.clone(), donated.clone()).await;
+        let err = assert_refused(refused, Code::InvalidArgument);
+        assert!(
+            err.message().contains("donation"),
+            "{attack}: {}",
+            err.message()
+        );
+    }
+    assert_eq!(
+        count_events(&grind.coord.db, "donation_rejected"),
+        attacks.len() as i64,
+        "one strike per refused donation"
+    );
+    assert_eq!(count_events(&grind.coord.db, "donation"), 0);
+    // The exact split is taken: [2] below [2, 3] kept, every child from 3 on donated.
+    let exact: Vec<Vec<u8>> = (3..=8).map(whole).collect();
+    let reply = donate(&mut donor, &grant, kept(&[2, 3]), exact)
+        .await
+        .unwrap();
+    assert_eq!(reply.accepted, 6);
+    // The donor walks away; an honest worker finishes everything.
+    donor.release(grant.lease_id, Vec::new()).await.unwrap();
+    let _honest = grind.worker("honest");
+    let done = grind.wait_finished(campaign, WAIT).await;
+    assert_eq!((done.state.as_str(), done.value.as_str()), ("done", "22"));
+    assert!(done.proven);
+    assert_store_consistent(&grind.coord.db, false);
+}

@@ -362,7 +362,8 @@ async fn web_api_pages_events_and_metrics_agree_with_status() {
     );
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains(&format!("#{primes} primes")), "{text}");
-    assert!(text.contains("best 16 proven"), "{text}");
+    assert!(text.contains("best 16 (proven optimum)"), "{text}");
+    assert!(text.contains("best 17984 (exact count)"), "{text}");
 }
 
 #[test]

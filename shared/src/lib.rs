@@ -5,6 +5,7 @@
 
 pub mod contests;
 pub mod count;
+pub mod coverage;
 pub mod problem;
 pub mod problems;
 pub mod registry;

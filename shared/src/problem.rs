@@ -253,6 +253,25 @@ pub trait Problem: Send + Sync + 'static {
         ))
     }
 
+    /// Checks a donation before the coordinator accepts it: a worker holding the unit `old`
+    /// keeps `remaining` and hands `donated` back as new units. Accepts only when they cover
+    /// exactly `old` (nothing outside it, no overlap, and nothing of it dropped unless the
+    /// problem's own search shows the dropped part holds nothing better than `bound`, the
+    /// campaign's best as the coordinator knows it). The default refuses: the problem never
+    /// donates.
+    fn check_donation(
+        &self,
+        old: &[u8],
+        remaining: &[u8],
+        donated: &[Vec<u8>],
+        bound: Option<i64>,
+    ) -> Result<(), ProblemError> {
+        let _ = (old, remaining, donated, bound);
+        Err(ProblemError::Unsupported(
+            "this problem's units are never split by donation".into(),
+        ))
+    }
+
     /// The best solution restated once an exhaustive campaign has finished and so proven it
     /// optimal (for example with a stated lower bound raised to its score). `None` (the
     /// default) keeps it as it is.

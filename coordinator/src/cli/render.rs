@@ -34,6 +34,7 @@ pub fn campaign(c: &pb::CampaignStatus) -> Value {
         "state": c.state,
         "value": (!c.value.is_empty()).then(|| c.value.clone()),
         "proven": c.proven,
+        "outcome": c.outcome,
         "solution": (!c.solution_json.is_empty()).then(|| parse_json(&c.solution_json)),
         "units": {
             "pending": units.pending,
@@ -101,6 +102,7 @@ pub fn run_summary(c: &pb::CampaignStatus, wall_seconds: f64) -> Value {
         "objective": c.objective,
         "value": (!c.value.is_empty()).then(|| c.value.clone()),
         "proven": c.proven,
+        "outcome": c.outcome,
         "solution": (!c.solution_json.is_empty()).then(|| parse_json(&c.solution_json)),
         "campaign": c.campaign_id,
         "state": c.state,
@@ -120,12 +122,12 @@ pub fn run_human(c: &pb::CampaignStatus, wall_seconds: f64) -> String {
         &c.value
     };
     let mut out = format!(
-        "{} {}: {} = {}{}\n",
+        "{} {}: {} = {} ({})\n",
         c.problem,
         c.params_json,
         c.objective,
         value,
-        if c.proven { " (proven)" } else { "" }
+        crate::views::outcome_words(&c.outcome)
     );
     if !c.solution_json.is_empty() {
         out += &format!("solution: {}\n", c.solution_json);

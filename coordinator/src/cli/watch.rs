@@ -105,10 +105,11 @@ pub fn summary(c: &Value) -> String {
         ""
     };
     let value = c["value"].as_str().unwrap_or("—");
-    let proven = if c["proven"].as_bool() == Some(true) {
-        " proven"
-    } else {
-        ""
+    let proven = match c["outcome"].as_str() {
+        Some(outcome @ ("proven_optimum" | "proven_none_reaches_target" | "exact_count")) => {
+            format!(" ({})", crate::views::outcome_words(outcome))
+        }
+        _ => String::new(),
     };
     let state = c["state"].as_str().unwrap_or("?");
     let mut line = format!(

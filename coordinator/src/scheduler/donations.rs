@@ -3,7 +3,7 @@
 
 use grind_proto::v1 as pb;
 use grind_shared::problem::UnitSpec;
-use rusqlite::params;
+use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::json;
 
 use super::events::event;
@@ -12,11 +12,36 @@ use super::{campaigns, units, Ctx};
 use crate::error::Error;
 
 /// Most units one donation may create.
-const MAX_DONATED: usize = 100_000;
+pub const MAX_DONATED: usize = 100_000;
+
+/// What a donation is checked against: the unit's current payload and the campaign's best
+/// verified score (the bound under which dropped parts must hold nothing).
+pub fn donation_basis(
+    conn: &Connection,
+    unit_id: i64,
+    campaign_id: i64,
+) -> Result<(Vec<u8>, Option<i64>), Error> {
+    let payload: Option<Vec<u8>> = conn
+        .prepare_cached("SELECT payload FROM units WHERE id = ?1")?
+        .query_row(params![unit_id], |r| r.get(0))
+        .optional()?;
+    let payload = payload.ok_or_else(|| Error::NotFound(format!("no unit {unit_id}")))?;
+    let best: Option<i64> = conn
+        .prepare_cached("SELECT best_score FROM campaigns WHERE id = ?1")?
+        .query_row(params![campaign_id], |r| r.get(0))?;
+    Ok((payload, best))
+}
 
 /// A worker splits its leased unit: the donated parts become new pending units and the
-/// unit keeps only `remaining_payload` (with `remaining_cursor`).
-pub fn donate(ctx: &Ctx, worker_id: i64, req: &pb::DonateRequest) -> Result<u32, Error> {
+/// unit keeps only `remaining_payload` (with `remaining_cursor`). `checked` is the unit
+/// payload the donation was checked against (`Problem::check_donation`, before this write):
+/// a unit that changed since is refused.
+pub fn donate(
+    ctx: &Ctx,
+    worker_id: i64,
+    req: &pb::DonateRequest,
+    checked: &[u8],
+) -> Result<u32, Error> {
     let lease = owned_lease(ctx.conn, worker_id, req.lease_id)?;
     if lease.state != "active" {
         return Err(Error::FailedPrecondition(format!(
@@ -32,6 +57,13 @@ pub fn donate(ctx: &Ctx, worker_id: i64, req: &pb::DonateRequest) -> Result<u32,
         return Err(Error::FailedPrecondition(format!(
             "lease {} no longer holds unit {}",
             lease.id, lease.unit_id
+        )));
+    }
+    let (payload, _) = donation_basis(ctx.conn, lease.unit_id, lease.campaign_id)?;
+    if payload != checked {
+        return Err(Error::FailedPrecondition(format!(
+            "unit {} changed while its donation was checked",
+            lease.unit_id
         )));
     }
     if req.units.len() > MAX_DONATED {

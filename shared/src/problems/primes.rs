@@ -109,6 +109,39 @@ impl Problem for Primes {
         Ok(SplitBatch { units, next })
     }
 
+    /// A range unit `[a, b)` may be split into a kept `[a, m)` and donated ranges that tile
+    /// `[m, b)` in order, without gaps or overlap (the solver itself never donates; the
+    /// coordinator's tests split ranges by hand).
+    fn check_donation(
+        &self,
+        old: &[u8],
+        remaining: &[u8],
+        donated: &[Vec<u8>],
+        _bound: Option<i64>,
+    ) -> Result<(), ProblemError> {
+        let refuse = |why: String| ProblemError::InvalidResult(format!("donation refused: {why}"));
+        let [start, end] = codec::decode_u64s::<2>(old, "primes unit")?;
+        let [kept_start, mut at] = codec::decode_u64s::<2>(remaining, "primes unit")?;
+        if kept_start != start || at <= start || at >= end {
+            return Err(refuse(format!(
+                "[{kept_start}, {at}) is not a proper start of [{start}, {end})"
+            )));
+        }
+        for piece in donated {
+            let [a, b] = codec::decode_u64s::<2>(piece, "primes unit")?;
+            if a != at || b <= a || b > end {
+                return Err(refuse(format!(
+                    "[{a}, {b}) does not continue at {at} inside [{start}, {end})"
+                )));
+            }
+            at = b;
+        }
+        if at != end {
+            return Err(refuse(format!("[{at}, {end}) is neither kept nor donated")));
+        }
+        Ok(())
+    }
+
     fn solve(&self, payload: &[u8], ctx: &dyn SolveContext) -> Result<UnitOutcome, ProblemError> {
         let [start, end] = codec::decode_u64s::<2>(payload, "primes unit")?;
         if start >= end || start < self.params.from || end > self.params.to {

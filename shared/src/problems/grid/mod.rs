@@ -503,6 +503,56 @@ impl Problem for Grid {
         }
     }
 
+    /// Grid donations are checked for containment only: every kept or donated subproblem
+    /// must carry all the restrictions of one of the donor's subproblems (so it lies inside
+    /// the unit), and no piece may repeat another. Whether the pieces leave part of the unit
+    /// out cannot be decided without the LP (a dropped branch may be one the donor pruned by
+    /// its bound): that part rests on replication (see RELIABILITY.md).
+    fn check_donation(
+        &self,
+        old: &[u8],
+        remaining: &[u8],
+        donated: &[Vec<u8>],
+        bound: Option<i64>,
+    ) -> Result<(), ProblemError> {
+        let _ = bound;
+        if self.params.strategy != Strategy::Exact {
+            return Err(ProblemError::Unsupported(
+                "only exact grid units are split by donation".into(),
+            ));
+        }
+        let (bridges, cities) = (self.grid.bridges().len(), self.grid.cities());
+        let old = ExactUnit::decode(old, bridges, cities)?;
+        let refuse = |why: String| ProblemError::InvalidResult(format!("donation refused: {why}"));
+        if donated.is_empty() {
+            return Err(refuse("nothing was donated".into()));
+        }
+        let mut seen = std::collections::HashSet::new();
+        for (i, bytes) in std::iter::once(remaining)
+            .chain(donated.iter().map(Vec::as_slice))
+            .enumerate()
+        {
+            let piece = ExactUnit::decode(bytes, bridges, cities)?;
+            for sub in &piece.subproblems {
+                let inside = old
+                    .subproblems
+                    .iter()
+                    .any(|parent| parent.iter().all(|r| sub.contains(r)));
+                if !inside {
+                    return Err(refuse(format!(
+                        "piece {i} holds a subproblem outside the donor's unit"
+                    )));
+                }
+                let mut key = sub.clone();
+                key.sort_by_key(|r| format!("{r:?}"));
+                if !seen.insert(format!("{key:?}")) {
+                    return Err(refuse(format!("piece {i} repeats a subproblem")));
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn score(&self, solution: &Value) -> Result<i64, ProblemError> {
         verify::score(&self.grid, solution).map(|cost| cost as i64)
     }

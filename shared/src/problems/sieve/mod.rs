@@ -15,6 +15,7 @@
 //! lists `{"moves": [...], "score": s}`, verified by plain replay ([`game::replay`]).
 
 pub mod anytime;
+mod donation;
 pub mod game;
 pub mod lns;
 pub mod local;
@@ -27,6 +28,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::sync::{Mutex, OnceLock};
 
+use crate::coverage::{check_range_donation, RangeUnit};
 use crate::problem::{
     Objective, Problem, ProblemError, Scored, SolveContext, SplitBatch, UnitOutcome, UnitSpec,
 };
@@ -448,6 +450,28 @@ impl Problem for Sieve {
                 "sieve: the unit's kind does not match the campaign's mode".into(),
             )),
         }
+    }
+
+    fn check_donation(
+        &self,
+        old: &[u8],
+        remaining: &[u8],
+        donated: &[Vec<u8>],
+        bound: Option<i64>,
+    ) -> Result<(), ProblemError> {
+        let range = |bytes: &[u8]| match SieveUnit::decode(bytes)? {
+            SieveUnit::Exact { path, limit } => Ok(RangeUnit { path, limit }),
+            SieveUnit::Heuristic { .. } => Err(ProblemError::Unsupported(
+                "heuristic sieve units are never split by donation".into(),
+            )),
+        };
+        let donated = donated
+            .iter()
+            .map(|bytes| range(bytes))
+            .collect::<Result<Vec<_>, _>>()?;
+        let (old, remaining) = (range(old)?, range(remaining)?);
+        let mut gaps = donation::GapSearch::new(self.n, bound.max(self.initial_bound()));
+        check_range_donation(&old, &remaining, &donated, &mut gaps)
     }
 
     fn score(&self, solution: &Value) -> Result<i64, ProblemError> {

@@ -10,6 +10,7 @@
 //! Heuristic mode (`--heuristic`, see [`heuristic`]) hunts records for large n instead, and
 //! `--contest primes` names the 2011 contest's family (one campaign per prime n in 2..97).
 
+mod donation;
 pub mod heads;
 pub mod heuristic;
 pub mod replay;
@@ -21,6 +22,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::sync::Mutex;
 
+use crate::coverage::{check_range_donation, RangeUnit};
 use crate::problem::{
     Objective, Problem, ProblemError, Scored, SolveContext, SplitBatch, UnitOutcome, UnitSpec,
 };
@@ -517,6 +519,37 @@ impl Problem for Topswops {
             }),
             hits,
         })
+    }
+
+    fn check_donation(
+        &self,
+        old: &[u8],
+        remaining: &[u8],
+        donated: &[Vec<u8>],
+        bound: Option<i64>,
+    ) -> Result<(), ProblemError> {
+        if self.heuristic.is_some() {
+            return Err(ProblemError::Unsupported(
+                "heuristic topswops units are never split by donation".into(),
+            ));
+        }
+        let range = |bytes: &[u8]| {
+            TopswopsUnit::decode(bytes, self.n()).map(|u| RangeUnit {
+                path: u.prefix,
+                limit: u.limit,
+            })
+        };
+        let donated = donated
+            .iter()
+            .map(|bytes| range(bytes))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mode = match self.params.target {
+            Some(target) => Mode::Prove(target),
+            None => Mode::Discover,
+        };
+        let bound = bound.max(self.initial_bound());
+        let mut gaps = donation::GapSearch::new(self.searcher()?, mode, bound);
+        check_range_donation(&range(old)?, &range(remaining)?, &donated, &mut gaps)
     }
 
     fn score(&self, solution: &Value) -> Result<i64, ProblemError> {

@@ -427,6 +427,17 @@ impl Searcher {
         self.stats
     }
 
+    /// True when `path` names a node of this tree (the check [`Searcher::search`] makes of
+    /// its prefix).
+    pub fn is_node(&self, path: &[u8]) -> bool {
+        match self.direction {
+            Direction::Forward => tree::replay::<forward::Plain>(self.n, &self.tail, path).is_ok(),
+            Direction::Backward => {
+                tree::replay::<backward::Plain>(self.n, &self.tail, path).is_ok()
+            }
+        }
+    }
+
     /// All prefixes of length `depth` in depth-first order (shorter ones where a leaf comes
     /// first): their subtrees partition the tree. Pruning is not applied (the tree is the
     /// full structural one), so some of these subtrees may turn out to be empty.
