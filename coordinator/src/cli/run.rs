@@ -332,6 +332,9 @@ async fn find_resumable(
     Ok(found.map(|(id, _)| id))
 }
 
+/// The shortest time between two status reads while `grind run` waits.
+const STATUS_READ_GAP: std::time::Duration = std::time::Duration::from_millis(50);
+
 /// Waits until every campaign has ended, until `deadline`, or until `interrupt` hears a
 /// signal; returns their statuses.
 async fn wait_until_finished(
@@ -359,7 +362,10 @@ async fn wait_until_finished(
         if out_of_time || stopped || statuses.iter().all(ended) {
             return Ok(statuses);
         }
-        // Wake on any change, on a signal, at the deadline, and at least every second.
+        // Wake on any change, on a signal, at the deadline, and at least every second; but
+        // read the statuses at most every STATUS_READ_GAP: a status read counts every unit,
+        // and a campaign of tiny units changes thousands of times a second.
+        tokio::time::sleep(STATUS_READ_GAP).await;
         let mut wait = std::time::Duration::from_secs(1);
         if let Some(d) = deadline {
             wait = wait.min(d.saturating_duration_since(Instant::now()));

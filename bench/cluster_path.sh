@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Issue 18's end-to-end figures, each side by side with its reference in the same run:
+#   - grind run topswops --n 13 --workers 1 --threads 1  vs  the C forward search (discovery,
+#     bench/topswops_ref.c -d, cc -O2), wall seconds of each process;
+#   - grind run housie count (1,554 tiny units);
+#   - grind run primes --to 2000000000 with --unit 100000 (20,000 units) vs --unit 200000000
+#     (10 units).
+# Release build; wall time from the shell around each command.
+# Usage: bench/cluster_path.sh [ROUNDS, default 1]
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+cd "$here/.."
+rounds="${1:-1}"
+cargo build -q --release --bin grind --bin grind-worker
+grind="$PWD/target/release/grind"
+build="$(mktemp -d)"
+trap 'rm -rf "$build"' EXIT
+cc -O2 -o "$build/topswops_ref" bench/topswops_ref.c
+
+echo "machine: $(lscpu | grep 'Model name' | sed 's/.*: *//'), $(nproc) CPUs"
+echo "commit: $(git rev-parse --short HEAD)  date: $(date -u +%FT%TZ)  load: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+timed() { # label command...
+  local label=$1 t0 t1 out
+  shift
+  t0=$(date +%s.%N)
+  out=$("$@" 2>/dev/null | tail -n 1)
+  t1=$(date +%s.%N)
+  printf '%-44s %8.3f s   %s\n' "$label" "$(echo "$t1 - $t0" | bc)" "$(echo "$out" | cut -c1-110)"
+}
+
+for _ in $(seq "$rounds"); do
+  timed "C forward search n=13 (discovery)" "$build/topswops_ref" 13 -d
+  timed "grind run topswops --n 13 -w1 -t1" "$grind" run topswops --n 13 --workers 1 --threads 1 --json
+  timed "grind run housie count" "$grind" run housie count --json
+  timed "grind run primes 2e9 --unit 200000000" "$grind" run primes --to 2000000000 --unit 200000000 --json
+  timed "grind run primes 2e9 --unit 100000" "$grind" run primes --to 2000000000 --unit 100000 --json
+done
