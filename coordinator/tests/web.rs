@@ -319,9 +319,6 @@ async fn web_api_pages_events_and_metrics_agree_with_status() {
         .content_type
         .starts_with("text/plain; version=0.0.4"));
     let samples = check_exposition(&metrics.body);
-    let scrape =
-        prometheus_parse::Scrape::parse(metrics.body.lines().map(|l| Ok(l.to_string()))).unwrap();
-    assert!(scrape.samples.len() >= 20, "a parser reads the samples too");
     let done: u64 = api["campaigns"]
         .as_array()
         .unwrap()

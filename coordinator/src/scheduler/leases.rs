@@ -311,12 +311,13 @@ fn take_back_forgotten(ctx: &Ctx, worker_id: i64, held: &HeldLeases) -> Result<u
         event(
             ctx.conn,
             ctx.now,
-            "lease_forgotten",
+            "lease_released",
             Some(lease.campaign_id),
             Some(lease.unit_id),
             Some(lease.id),
             Some(worker_id),
-            json!({"newest_lease_id": held.newest_lease_id}),
+            json!({"forgotten": true, "newest_lease_id": held.newest_lease_id,
+                   "checkpoint": false, "nodes": 0, "cpu_seconds": 0.0}),
         )?;
     }
     Ok(forgotten.len())
