@@ -65,6 +65,7 @@ async fn populate(coordinator: &Coordinator) -> (i64, i64) {
             .lease(pb::LeaseRequest {
                 worker_id: w,
                 capacity: per_worker,
+                max_units: 0,
             })
             .await
             .expect("lease");

@@ -238,9 +238,9 @@ impl Coordinator {
 
     /// Grants leases.
     pub async fn lease(&self, req: pb::LeaseRequest) -> Result<pb::LeaseReply, Error> {
-        let (worker_id, capacity) = (req.worker_id, req.capacity);
+        let (worker_id, capacity, max_units) = (req.worker_id, req.capacity, req.max_units);
         let leases = self
-            .write(move |ctx| scheduler::grant_leases(ctx, worker_id, capacity))
+            .write(move |ctx| scheduler::grant_leases(ctx, worker_id, capacity, max_units))
             .await?;
         Ok(self.lease_reply(worker_id, capacity, leases))
     }
@@ -491,7 +491,7 @@ impl Coordinator {
         let may_move_bound = prepared
             .iter()
             .any(|p| p.as_ref().is_ok_and(|p| p.may_move_bound));
-        let capacity = req.lease_capacity;
+        let (capacity, max_units) = (req.lease_capacity, req.lease_max_units);
         let (outcomes, leases) = self
             .write(move |ctx| {
                 scheduler::touch_worker(ctx, worker_id)?;
@@ -515,7 +515,7 @@ impl Coordinator {
                     )
                     .collect();
                 let leases = if capacity > 0 {
-                    scheduler::grant_leases(ctx, worker_id, capacity)?
+                    scheduler::grant_leases(ctx, worker_id, capacity, max_units)?
                 } else {
                     Vec::new()
                 };

@@ -109,6 +109,7 @@ impl Rig {
             .lease(pb::LeaseRequest {
                 worker_id: worker,
                 capacity,
+                max_units: 0,
             })
             .await
             .unwrap()
@@ -542,8 +543,20 @@ async fn tiny_units_are_granted_in_runs_that_fill_the_target_lease() {
         };
         rig.complete(worker, grant, Some(result)).await.unwrap();
     }
+    // A worker that does not take runs still gets one unit per slot.
+    let plain = rig.lease(worker, 2).await;
+    assert_eq!(plain.len(), 2);
     // Measured at 10 ms a unit: a 100 ms lease holds 10 units, so 2 slots get 20.
-    let runs = rig.lease(worker, 2).await;
+    let runs = rig
+        .coordinator
+        .lease(pb::LeaseRequest {
+            worker_id: worker,
+            capacity: 2,
+            max_units: 512,
+        })
+        .await
+        .unwrap()
+        .leases;
     assert_eq!(runs.len(), 20);
     let mut units: Vec<i64> = runs.iter().map(|g| g.unit_id).collect();
     units.dedup();
@@ -574,6 +587,7 @@ async fn a_completion_batch_settles_each_result_alone_then_leases_more() {
                 completion(&mine[1]),
             ],
             lease_capacity: 3,
+            lease_max_units: 0,
         })
         .await
         .unwrap();

@@ -25,6 +25,8 @@ const STOP_GRACE: Duration = Duration::from_millis(3000);
 const DELIVERY_GRACE: Duration = Duration::from_millis(1500);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
 const MIN_BACKOFF: Duration = Duration::from_millis(100);
+/// Most units a lease slot takes when the coordinator grants tiny units in runs.
+const RUN_UNITS_PER_SLOT: u32 = 256;
 /// Most completions sent in one `CompleteBatch`.
 const MAX_BATCH: usize = 1024;
 /// Most leases queued per thread ahead of free threads (tiny units, long round trips).
@@ -457,6 +459,7 @@ impl Agent {
             worker_id: self.worker_id,
             completions: completions.clone(),
             lease_capacity,
+            lease_max_units: lease_capacity.saturating_mul(RUN_UNITS_PER_SLOT),
         };
         let sent = Instant::now();
         match self.client.complete_batch(request).await {
@@ -635,6 +638,7 @@ impl Agent {
         let request = pb::LeaseRequest {
             worker_id: self.worker_id,
             capacity: free as u32,
+            max_units: (free as u32).saturating_mul(RUN_UNITS_PER_SLOT),
         };
         let sent = Instant::now();
         match self.client.lease(request).await {

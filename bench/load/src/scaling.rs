@@ -282,6 +282,7 @@ async fn work(
             .lease(pb::LeaseRequest {
                 worker_id,
                 capacity: 1,
+                max_units: 0,
             })
             .await;
         let lease_time = asked.elapsed();

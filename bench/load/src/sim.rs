@@ -201,6 +201,7 @@ pub async fn run_worker(
             .lease(pb::LeaseRequest {
                 worker_id,
                 capacity: shared.capacity,
+                max_units: 0,
             })
             .await;
         if measured {

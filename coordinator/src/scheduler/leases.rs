@@ -87,13 +87,17 @@ pub fn grant_leases(
     ctx: &Ctx,
     worker_id: i64,
     capacity: u32,
+    max_units: u32,
 ) -> Result<Vec<pb::LeaseGrant>, Error> {
     touch_worker(ctx, worker_id)?;
     let held: i64 = ctx
         .conn
         .prepare_cached("SELECT count(*) FROM leases WHERE worker_id = ?1 AND state = 'active'")?
         .query_row(params![worker_id], |r| r.get(0))?;
-    let mut room = (i64::from(ctx.config.max_leases_per_worker) - held).max(0) as usize;
+    // Runs only for workers that take them (`max_units` above `capacity`).
+    let max_units = if max_units == 0 { capacity } else { max_units };
+    let mut room = ((i64::from(ctx.config.max_leases_per_worker) - held).max(0) as usize)
+        .min(max_units as usize);
     let mut remaining = (capacity.min(ctx.config.max_capacity) as usize).min(room);
     let campaigns: Vec<i64> = ctx
         .conn

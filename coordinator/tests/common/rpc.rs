@@ -78,6 +78,7 @@ async fn lease<T: Transport>(
         .lease(pb::LeaseRequest {
             worker_id: worker,
             capacity,
+            max_units: 0,
         })
         .await?;
     Ok(reply.into_inner().leases)
