@@ -14,15 +14,7 @@ use std::process::Command;
 use std::time::Duration;
 
 fn grind_json(args: &[&str]) -> Value {
-    let out = Command::new(grind_bin())
-        .args(args)
-        .output()
-        .expect("run grind");
-    assert!(
-        out.status.success(),
-        "grind {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = grind_ok(args);
     serde_json::from_slice(&out.stdout).expect("grind prints JSON")
 }
 

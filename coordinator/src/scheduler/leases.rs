@@ -312,14 +312,9 @@ fn take_back_forgotten(ctx: &Ctx, worker_id: i64, held: &HeldLeases) -> Result<u
         .collect();
     for lease in &forgotten {
         end_lease(ctx, lease, "released", false, None)?;
-        event(
-            ctx.conn,
-            ctx.now,
-            "lease_released",
-            Some(lease.campaign_id),
-            Some(lease.unit_id),
-            Some(lease.id),
-            Some(worker_id),
+        released_event(
+            ctx,
+            lease,
             json!({"forgotten": true, "newest_lease_id": held.newest_lease_id,
                    "checkpoint": false, "nodes": 0, "cpu_seconds": 0.0}),
         )?;
@@ -456,6 +451,15 @@ pub fn release(
     }
     end_lease(ctx, &lease, "released", false, Some(cursor))?;
     campaigns::add_usage(ctx, lease.campaign_id, usage)?;
+    released_event(
+        ctx,
+        &lease,
+        json!({"checkpoint": !cursor.is_empty(), "nodes": usage.nodes, "cpu_seconds": usage.cpu_seconds}),
+    )
+}
+
+/// Records that `lease` was handed back (by its worker, or taken back as forgotten).
+fn released_event(ctx: &Ctx, lease: &LeaseRow, detail: serde_json::Value) -> Result<(), Error> {
     event(
         ctx.conn,
         ctx.now,
@@ -463,8 +467,8 @@ pub fn release(
         Some(lease.campaign_id),
         Some(lease.unit_id),
         Some(lease.id),
-        Some(worker_id),
-        json!({"checkpoint": !cursor.is_empty(), "nodes": usage.nodes, "cpu_seconds": usage.cpu_seconds}),
+        Some(lease.worker_id),
+        detail,
     )?;
     Ok(())
 }
