@@ -15,6 +15,22 @@ use grind_proto::v1::admin_client::AdminClient;
 
 use crate::ChaosError;
 
+/// The directory for a run's databases and logs: `out` when given, else a new temporary
+/// directory named `prefix...`, returned as well so that the caller decides how long it lives
+/// (and can keep it when a run fails).
+pub fn work_dir(
+    out: Option<&Path>,
+    prefix: &str,
+) -> std::io::Result<(PathBuf, Option<tempfile::TempDir>)> {
+    match out {
+        Some(dir) => Ok((dir.to_path_buf(), None)),
+        None => {
+            let dir = tempfile::Builder::new().prefix(prefix).tempdir()?;
+            Ok((dir.path().to_path_buf(), Some(dir)))
+        }
+    }
+}
+
 /// Where the binaries under test are.
 #[derive(Clone, Debug)]
 pub struct Binaries {

@@ -89,16 +89,8 @@ fn main_with(args: Args) -> Result<bool> {
         bail!("--resets-per-minute must be between 0 and 600");
     }
     let binaries = Binaries::locate(args.grind_bin.clone(), args.worker_bin.clone())?;
-    let (root, temporary) = match &args.out {
-        Some(dir) => (dir.clone(), None),
-        None => {
-            let dir = tempfile::Builder::new()
-                .prefix("grind-latency-")
-                .tempdir()
-                .context("cannot create a temporary directory")?;
-            (dir.path().to_path_buf(), Some(dir))
-        }
-    };
+    let (root, temporary) = grind_chaos::procs::work_dir(args.out.as_deref(), "grind-latency-")
+        .context("cannot create a temporary directory")?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
