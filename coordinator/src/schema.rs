@@ -184,6 +184,10 @@ ALTER TABLE results ADD COLUMN self_checked INTEGER NOT NULL DEFAULT 0;
 -- The lease duration a campaign's grants aim at (0: the coordinator's default).
 ALTER TABLE campaigns ADD COLUMN target_lease_ms INTEGER NOT NULL DEFAULT 0;
 "#,
+    r#"
+-- v9: tiny units are created coarser: how many consecutive splitter units a unit joins.
+ALTER TABLE units ADD COLUMN parts INTEGER NOT NULL DEFAULT 1;
+"#,
 ];
 
 /// The schema version this binary writes.

@@ -564,6 +564,53 @@ async fn tiny_units_are_granted_in_runs_that_fill_the_target_lease() {
 }
 
 #[tokio::test]
+async fn tiny_units_are_created_coarser_and_still_tile_the_space() {
+    let rig = rig_with(Config {
+        target_lease_ms: 100,
+        ..test_config()
+    });
+    let campaign = rig
+        .campaign(serde_json::json!({"to": 100_000, "unit": 100}))
+        .await;
+    let worker = rig.worker("w").await;
+    let mut ranges = Vec::new();
+    loop {
+        let grants = rig.lease(worker, 1).await;
+        if grants.is_empty() {
+            break;
+        }
+        for grant in &grants {
+            let start = u64::from_le_bytes(grant.unit_payload[..8].try_into().unwrap());
+            let end = u64::from_le_bytes(grant.unit_payload[8..16].try_into().unwrap());
+            assert_eq!(grant.unit_label, format!("[{start}, {end})"));
+            ranges.push((start, end));
+            // Every unit reports 1 ms a splitter unit.
+            let result = pb::UnitResult {
+                count: "1".into(),
+                wall_seconds: 0.001 * ((end - start) / 100) as f64,
+                ..Default::default()
+            };
+            rig.complete(worker, grant, Some(result)).await.unwrap();
+        }
+    }
+    ranges.sort_unstable();
+    let mut at = 0;
+    for &(start, end) in &ranges {
+        assert_eq!(start, at, "units must tile the range: {ranges:?}");
+        at = end;
+    }
+    assert_eq!(at, 100_000);
+    // The first split batch (16 units) is as the splitter made it; later units join
+    // 100 ms / 8 per unit at 1 ms a part = 12 parts.
+    assert!(ranges.iter().take(16).all(|(s, e)| e - s == 100));
+    assert!(ranges.iter().any(|(s, e)| e - s == 1_200), "{ranges:?}");
+    assert!(ranges.len() < 120, "{} units", ranges.len());
+    let (state, value) = rig.state_and_value(campaign).await;
+    assert_eq!(state, "done");
+    assert_eq!(value, ranges.len().to_string(), "one count per unit");
+}
+
+#[tokio::test]
 async fn a_completion_batch_settles_each_result_alone_then_leases_more() {
     let rig = rig(3);
     rig.campaign(serde_json::json!({"to": 1_000, "unit": 100}))

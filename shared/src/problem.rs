@@ -272,6 +272,15 @@ pub trait Problem: Send + Sync + 'static {
         ))
     }
 
+    /// Joins consecutive units of one split batch (in splitter order) into one unit that
+    /// covers exactly their union, so that a campaign of tiny units costs fewer leases; the
+    /// coordinator joins only what the splitter just produced, never units already granted.
+    /// `None` (the default) keeps them apart.
+    fn join_units(&self, units: &[UnitSpec]) -> Option<UnitSpec> {
+        let _ = units;
+        None
+    }
+
     /// The best solution restated once an exhaustive campaign has finished and so proven it
     /// optimal (for example with a stated lower bound raised to its score). `None` (the
     /// default) keeps it as it is.

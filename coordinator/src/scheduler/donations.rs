@@ -84,9 +84,11 @@ pub fn donate(
     let donated: Vec<_> = req
         .units
         .iter()
-        .map(|u| UnitSpec {
-            label: u.label.clone(),
-            payload: u.payload.clone(),
+        .map(|u| {
+            units::NewUnit::single(UnitSpec {
+                label: u.label.clone(),
+                payload: u.payload.clone(),
+            })
         })
         .collect();
     let added = units::insert_units(ctx, lease.campaign_id, next_seq, &donated)?;

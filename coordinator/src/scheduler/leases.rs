@@ -7,7 +7,7 @@ use serde_json::json;
 
 use super::events::event;
 use super::workers::{touch_worker, trusts_checkpoint};
-use super::{campaigns, units, Ctx, Usage};
+use super::{campaigns, pacing, units, Ctx, Usage};
 use crate::error::Error;
 
 /// A lease row.
@@ -115,48 +115,13 @@ pub fn grant_leases(
         }
         let share = remaining.div_ceil(campaigns.len() - index);
         // Tiny units travel in runs: several units per slot, each its own lease.
-        let run = run_length(ctx, *campaign_id)?;
+        let run = pacing::run_length(ctx, *campaign_id)?;
         let got = grant_from_campaign(ctx, *campaign_id, worker_id, (share * run).min(room))?;
         room -= got.len();
         remaining = remaining.saturating_sub(got.len().div_ceil(run)).min(room);
         grants.extend(got);
     }
     Ok(grants)
-}
-
-/// Most units granted per requested slot.
-pub const MAX_RUN: usize = 256;
-/// Results a campaign needs before its unit size is trusted.
-const RUN_SAMPLES: i64 = 4;
-
-/// How many units one requested slot of a campaign receives: as many as fill the campaign's
-/// target lease duration at the mean wall time of its latest results (1 until measured).
-/// Each unit keeps its own lease, result, provenance and checkpoint.
-fn run_length(ctx: &Ctx, campaign_id: i64) -> Result<usize, Error> {
-    let (target_ms, mean_seconds, samples): (i64, Option<f64>, i64) = ctx
-        .conn
-        .prepare_cached(
-            "SELECT c.target_lease_ms, avg(r.wall_seconds), count(r.wall_seconds)
-             FROM campaigns c LEFT JOIN
-                  (SELECT wall_seconds FROM results WHERE campaign_id = ?1
-                   ORDER BY id DESC LIMIT 32) r
-             WHERE c.id = ?1",
-        )?
-        .query_row(params![campaign_id], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-        })?;
-    let target_ms = if target_ms > 0 {
-        target_ms
-    } else {
-        ctx.config.target_lease_ms
-    };
-    Ok(match mean_seconds {
-        Some(mean) if samples >= RUN_SAMPLES && target_ms > 0 => {
-            let units = target_ms as f64 / 1000.0 / mean.max(1e-6);
-            (units.floor() as usize).clamp(1, MAX_RUN)
-        }
-        _ => 1,
-    })
 }
 
 /// Grants up to `limit` of a campaign's pending units to a worker, splitting more off when

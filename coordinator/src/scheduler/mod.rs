@@ -12,6 +12,7 @@
 //! | [`results`] | `results`, `samples` | `complete`: a worker's result, as a short sequence of steps |
 //! | [`settle`] | (none) | what a unit's runs mean: done, replica wanted, agreement, dispute |
 //! | [`donations`] | (none) | a worker splitting its leased unit |
+//! | [`pacing`] | (none) | how much work a lease carries: runs of units, joined units |
 //! | [`incumbents`] | (none) | offering a verified solution, the running bounds |
 //! | [`workers`] | `workers` | register, touch, standing, bans, checkpoint trust |
 //! | [`events`] | `events` | the append-only provenance log |
@@ -30,6 +31,7 @@ pub mod donations;
 pub mod events;
 pub mod incumbents;
 pub mod leases;
+pub mod pacing;
 pub mod results;
 pub mod settle;
 pub mod units;

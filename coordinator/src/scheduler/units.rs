@@ -2,13 +2,13 @@
 //! units' results; selected for leasing; moved between states. The only writer of the `units`
 //! and `spawned_payloads` tables.
 
-use grind_shared::problem::UnitSpec;
+use grind_shared::problem::{Problem, UnitSpec};
 use rusqlite::{params, OptionalExtension};
 use serde_json::{json, Value};
 
 use super::campaigns::{self, maybe_finish_campaign};
 use super::events::event;
-use super::{ChildUnit, Ctx, LeaseRow};
+use super::{pacing, ChildUnit, Ctx, LeaseRow};
 use crate::error::Error;
 
 /// A pending unit as the grant needs it.
@@ -101,17 +101,55 @@ pub(crate) fn split_more(ctx: &Ctx, campaign_id: i64, wanted: usize) -> Result<u
         })?),
         None => None,
     };
+    // Tiny units are created coarser where the problem can join them exactly.
+    let join = pacing::join_factor(ctx, campaign_id)?;
     let batch = problem.split_from(
         cursor.as_deref(),
-        wanted.max(ctx.config.split_batch),
+        wanted.max(ctx.config.split_batch) * join,
         incumbent.as_ref(),
     )?;
-    let added = insert_units(ctx, campaign_id, next_seq, &batch.units)?;
+    let units = join_units(problem.as_ref(), batch.units, join);
+    let added = insert_units(ctx, campaign_id, next_seq, &units)?;
     campaigns::advance_split(ctx, campaign_id, batch.next.as_deref(), added)?;
     if batch.next.is_none() {
         maybe_finish_campaign(ctx, campaign_id)?;
     }
     Ok(added)
+}
+
+/// Joins each `join` consecutive splitter units into one unit covering exactly their union,
+/// where the problem can (each joined unit counts its parts); units it cannot join stay as
+/// they are.
+fn join_units(problem: &dyn Problem, units: Vec<UnitSpec>, join: usize) -> Vec<NewUnit> {
+    if join <= 1 {
+        return units.into_iter().map(NewUnit::single).collect();
+    }
+    let mut joined = Vec::with_capacity(units.len().div_ceil(join));
+    for chunk in units.chunks(join) {
+        match problem.join_units(chunk) {
+            Some(unit) if chunk.len() > 1 => joined.push(NewUnit {
+                spec: unit,
+                parts: chunk.len() as i64,
+            }),
+            _ => joined.extend(chunk.iter().cloned().map(NewUnit::single)),
+        }
+    }
+    joined
+}
+
+/// A unit about to be inserted, with how many splitter units it joins.
+pub(crate) struct NewUnit {
+    /// Its label and payload.
+    pub(crate) spec: UnitSpec,
+    /// Splitter units it covers (1 unless joined).
+    pub(crate) parts: i64,
+}
+
+impl NewUnit {
+    /// A unit as the splitter (or a donation) made it.
+    pub(crate) fn single(spec: UnitSpec) -> NewUnit {
+        NewUnit { spec, parts: 1 }
+    }
 }
 
 /// Units of a campaign not finished yet (pending or leased).
@@ -141,17 +179,19 @@ pub(crate) fn insert_units(
     ctx: &Ctx,
     campaign_id: i64,
     first_seq: i64,
-    units: &[UnitSpec],
+    units: &[NewUnit],
 ) -> Result<usize, Error> {
     let mut insert = ctx.conn.prepare_cached(
-        "INSERT INTO units (campaign_id, seq, label, payload, state) VALUES (?1, ?2, ?3, ?4, 'pending')",
+        "INSERT INTO units (campaign_id, seq, label, payload, state, parts)
+         VALUES (?1, ?2, ?3, ?4, 'pending', ?5)",
     )?;
     for (offset, unit) in units.iter().enumerate() {
         insert.execute(params![
             campaign_id,
             first_seq + offset as i64,
-            unit.label,
-            unit.payload
+            unit.spec.label,
+            unit.spec.payload,
+            unit.parts
         ])?;
     }
     Ok(units.len())

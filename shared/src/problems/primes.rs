@@ -109,6 +109,29 @@ impl Problem for Primes {
         Ok(SplitBatch { units, next })
     }
 
+    /// Consecutive ranges join into the one range they tile. Units slowed down with
+    /// `--min-unit-ms` stay apart: their point is leases of a given length.
+    fn join_units(&self, units: &[UnitSpec]) -> Option<UnitSpec> {
+        if self.params.min_unit_ms > 0 {
+            return None;
+        }
+        let mut ranges = units
+            .iter()
+            .map(|u| codec::decode_u64s::<2>(&u.payload, "primes unit").ok());
+        let [start, mut end] = ranges.next()??;
+        for range in ranges {
+            let [a, b] = range?;
+            if a != end {
+                return None;
+            }
+            end = b;
+        }
+        Some(UnitSpec {
+            label: format!("[{start}, {end})"),
+            payload: codec::encode_u64s(&[start, end]),
+        })
+    }
+
     /// A range unit `[a, b)` may be split into a kept `[a, m)` and donated ranges that tile
     /// `[m, b)` in order, without gaps or overlap (the solver itself never donates; the
     /// coordinator's tests split ranges by hand).
@@ -363,6 +386,34 @@ mod tests {
                 match b.next { Some(c) => cursor = Some(c), None => break }
             }
             prop_assert_eq!(next_expected, from + len);
+        }
+
+        #[test]
+        fn joined_units_count_what_their_parts_count(from in 0u64..3000, len in 1u64..3000, unit in 1u64..200, join in 1usize..40) {
+            let p = problem(from, from + len, unit);
+            let parts = p.split(None, usize::MAX).unwrap().units;
+            let count = |payload: &[u8]| match p.solve(payload, &LocalContext::default()).unwrap() {
+                UnitOutcome::Count(c) => u64::try_from(c).unwrap(),
+                other => panic!("unexpected outcome {other:?}"),
+            };
+            let expected: u64 = parts.iter().map(|u| count(&u.payload)).sum();
+            let mut joined_total = 0;
+            for chunk in parts.chunks(join) {
+                let joined = p.join_units(chunk).expect("consecutive ranges join");
+                joined_total += count(&joined.payload);
+            }
+            prop_assert_eq!(joined_total, expected);
+        }
+
+        #[test]
+        fn only_consecutive_ranges_join(a in 0u64..100, gap in 1u64..50) {
+            let p = problem(0, 1000, 10);
+            let unit = |s: u64, e: u64| UnitSpec { label: String::new(), payload: codec::encode_u64s(&[s, e]) };
+            prop_assert!(p.join_units(&[unit(a, a + 10), unit(a + 10 + gap, a + 30 + gap)]).is_none());
+            prop_assert!(p.join_units(&[unit(a, a + 10), unit(a + 5, a + 30)]).is_none());
+            let garbage = UnitSpec { label: String::new(), payload: vec![1, 2] };
+            prop_assert!(p.join_units(&[unit(a, a + 10), garbage]).is_none());
+            prop_assert!(p.join_units(&[]).is_none());
         }
 
         #[test]
