@@ -4,7 +4,11 @@
 # that take 0 ms (64 numbers), 1 ms and 100 ms (primes --min-unit-ms sleeps to stretch a unit,
 # so the unit's own time is known exactly and takes no CPU).
 #
-# overhead per unit = wall * lanes / units - unit time   (lanes = workers x threads)
+# overhead per unit = (wall - fixed) * lanes / units - unit time   (lanes = workers x threads)
+# where `fixed` is the wall time of a one-unit campaign of 0 ms measured the same way
+# (process start, database, connection, the first lease): the cost paid once per run.
+# Units of 0 ms are joined into coarser units once measured (what users get); units
+# stretched with --min-unit-ms are never joined, so their rows show the per-lease cost.
 #
 # Usage: bench/dispatch.sh [UNITS for the 0 and 1 ms rows, default 2000]
 set -euo pipefail
@@ -21,11 +25,12 @@ trap cleanup EXIT
 
 echo "machine: $(lscpu | grep 'Model name' | sed 's/.*: *//'), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "commit: $(git rev-parse --short HEAD)  date: $(date -u +%FT%TZ)"
-printf '%-6s %8s %6s %8s %9s %12s\n' mode unit_ms units lanes wall_s overhead_ms
+printf '%-6s %8s %6s %8s %9s %9s %12s\n' mode unit_ms units lanes wall_s fixed_s overhead_ms
 
+fixed=0
 report() { # mode ms n lanes wall
-  awk -v m="$1" -v ms="$2" -v n="$3" -v l="$4" -v w="$5" \
-    'BEGIN { printf "%-6s %8s %6d %8s %9.3f %12.4f\n", m, ms, n, l, w, (w*l/n - ms/1000)*1000 }'
+  awk -v m="$1" -v ms="$2" -v n="$3" -v l="$4" -v w="$5" -v f="$fixed" \
+    'BEGIN { printf "%-6s %8s %6d %8s %9.3f %9.3f %12.4f\n", m, ms, n, l, w, f, ((w-f)*l/n - ms/1000)*1000 }'
 }
 
 now() { date +%s.%N; }
@@ -43,7 +48,7 @@ run_embedded() { # ms n workers
 run_served() { # ms n workers
   local ms=$1 n=$2 w=$3 t0 t1 port db id
   port=$((20000 + RANDOM % 20000)); db="$work/serve-$ms-$w.db"
-  "$grind" serve --listen "127.0.0.1:$port" --db "$db" --verify-rate 0 2>"$work/serve.log" &
+  "$grind" serve --listen "127.0.0.1:$port" --db "$db" --verify-rate 0 >/dev/null 2>"$work/serve.log" &
   pids+=($!)
   local url="http://127.0.0.1:$port"
   for _ in $(seq 100); do "$grind" problems >/dev/null 2>&1 && \
@@ -61,11 +66,13 @@ run_served() { # ms n workers
   report serve "$ms" "$n" "$w" "$(echo "$t1 - $t0" | bc)"
 }
 
+fixed=$(run_embedded 0 1 1 | awk '{print $5}')
 for w in 1 2 4; do
   run_embedded 0 "$units" "$w"
   run_embedded 1 "$units" "$w"
   run_embedded 100 $((40 * w)) "$w"
 done
+fixed=$(run_served 0 1 1 | awk '{print $5}')
 for w in 1 4; do
   run_served 0 "$units" "$w"
   run_served 1 "$units" "$w"

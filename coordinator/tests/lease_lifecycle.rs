@@ -117,6 +117,76 @@ async fn the_coordinator_killed_and_restarted_finishes_with_the_identical_answer
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batched_grants_and_completions_survive_a_coordinator_sigkill() {
+    // Tiny units: granted in runs, completed in batches, joined once measured.
+    let mut grind = Cluster::start(3_000, &["--target-lease-ms", "400"]).await;
+    let campaign = grind
+        .create("primes", json!({"to": 100_000_000, "unit": 100}), 0.0)
+        .await;
+    let _workers = grind.workers(&["w1", "w2"]);
+    grind
+        .wait_campaign(campaign, "runs of units to finish", LONG, &|c| {
+            // Past the first split batch (256 units as split), into joined units.
+            c.units.unwrap().done >= 1_000
+        })
+        .await;
+    grind.restart().await;
+    let done = grind.wait_finished(campaign, LONG).await;
+    assert_eq!(done.state, "done");
+    // pi(10^8) = 5761455 (published, OEIS A006880).
+    let reply = grind.status(campaign).await;
+    assert_counted_once(&reply, 5_761_455);
+
+    let db = open_read_only(&grind.coord.db);
+    let restarted_ms: i64 = db
+        .query_row(
+            "SELECT max(at_ms) FROM events WHERE kind = 'coordinator_started'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    // Several leases in one grant and several results in one commit, on both sides of
+    // the crash.
+    let largest = |sql: &str, after: bool| -> i64 {
+        db.query_row(sql, rusqlite::params![restarted_ms, after], |r| r.get(0))
+            .unwrap()
+    };
+    for after in [false, true] {
+        let grant = largest(
+            "SELECT max(n) FROM (SELECT count(*) n FROM leases
+             WHERE (granted_ms >= ?1) = ?2 GROUP BY worker_id, granted_ms)",
+            after,
+        );
+        assert!(
+            grant > 1,
+            "largest grant {grant} (after the restart: {after})"
+        );
+        let commit = largest(
+            "SELECT max(n) FROM (SELECT count(*) n FROM results
+             WHERE (created_ms >= ?1) = ?2 GROUP BY worker_id, created_ms)",
+            after,
+        );
+        assert!(
+            commit > 1,
+            "largest completion commit {commit} (after the restart: {after})"
+        );
+    }
+    // Units created after measuring join many splitter units, and the units tile the range.
+    let (units, joined, covered): (i64, i64, i64) = db
+        .query_row(
+            "SELECT count(*), max(parts), sum(parts) FROM units WHERE campaign_id = ?1",
+            [campaign],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .unwrap();
+    assert!(joined > 1, "no unit was joined");
+    assert_eq!(
+        covered, 1_000_000,
+        "splitter units covered by {units} units"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_result_finished_while_the_coordinator_was_down_is_delivered_afterwards() {
     let mut grind = Cluster::start(5_000, &[]).await;
     let campaign = grind
