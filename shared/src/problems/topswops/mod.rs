@@ -224,21 +224,85 @@ fn validate_known(n: u32, known: &[u32]) -> Result<(), ProblemError> {
 }
 
 /// Computes f(1), ..., f(n-1) with the exact search itself, each proven in turn.
+///
+/// Each f(m) is first searched from a guess: the last step f(m-1) - f(m-2) repeated, minus
+/// one. A discovery search from bound B visits only what could beat B, so when it finds a
+/// deck above B it has found the maximum (every better deck is above B too); when it finds
+/// none, f(m) <= B and the search runs again from f(m-1), which is a proven lower bound.
 pub fn maxima_below(n: u32) -> Result<Vec<u32>, ProblemError> {
     let mut known: Vec<u32> = Vec::new();
     for m in 1..n {
         let mut tails = vec![0];
         tails.extend_from_slice(&known);
         let mut searcher = Searcher::new(m as usize, tails).map_err(ProblemError::Solver)?;
-        let start = known.last().copied().unwrap_or(0);
-        let best = BestSoFar::new(if m == 1 { None } else { Some(start) });
+        let floor = known.last().copied();
+        let guess = match known.as_slice() {
+            [.., before, last] => Some((2 * last).saturating_sub(before + 1).max(*last)),
+            _ => floor,
+        };
+        known.push(maximum_from_guess(&mut searcher, guess, floor)?.unwrap_or(0));
+    }
+    Ok(known)
+}
+
+/// The largest flip count of the searcher's size: searched from `guess` first, and from the
+/// proven lower bound `floor` again only when no deck beats the guess.
+fn maximum_from_guess(
+    searcher: &mut Searcher,
+    guess: Option<u32>,
+    floor: Option<u32>,
+) -> Result<Option<u32>, ProblemError> {
+    let mut discover_from = |start: Option<u32>| -> Result<Option<u32>, ProblemError> {
+        let best = BestSoFar::new(start);
         searcher
             .search(&[], None, None, Mode::Discover, &best)
             .map_err(ProblemError::Solver)?;
-        let found = best.best().unwrap_or(0);
-        known.push(found);
+        Ok(best.best())
+    };
+    if let Some(guess) = guess.filter(|&g| Some(g) != floor) {
+        let best = discover_from(Some(guess))?;
+        if best != Some(guess) {
+            return Ok(best);
+        }
     }
-    Ok(known)
+    discover_from(floor)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// f(1..=11), published (OEIS A000375).
+    const PUBLISHED: [u32; 11] = [0, 1, 2, 4, 7, 10, 16, 22, 30, 38, 51];
+
+    #[test]
+    fn maxima_below_match_the_published_values() {
+        assert_eq!(maxima_below(12).unwrap(), PUBLISHED);
+    }
+
+    #[test]
+    fn a_guess_too_high_or_too_low_still_gives_the_maximum() {
+        // f(9) = 30 with f(1..8) as tail bounds, whatever the guess.
+        let tails: Vec<u32> = std::iter::once(0)
+            .chain(PUBLISHED[..8].iter().copied())
+            .collect();
+        for guess in [
+            Some(22),
+            Some(25),
+            Some(29),
+            Some(30),
+            Some(31),
+            Some(45),
+            None,
+        ] {
+            let mut searcher = Searcher::new(9, tails.clone()).unwrap();
+            assert_eq!(
+                maximum_from_guess(&mut searcher, guess, Some(22)).unwrap(),
+                Some(30),
+                "guess {guess:?}"
+            );
+        }
+    }
 }
 
 /// An observer that only keeps the best flip count (for computing f(m) locally).
