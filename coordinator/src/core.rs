@@ -693,7 +693,8 @@ impl Coordinator {
                         verify_rate: (req.verify_rate >= 0.0).then_some(req.verify_rate),
                         max_attempts: (req.max_attempts > 0).then_some(req.max_attempts),
                         family: (!req.family.is_empty()).then_some(req.family.as_str()),
-                        target_lease_ms: (req.target_lease_ms > 0).then_some(req.target_lease_ms),
+                        target_lease_ms: (req.target_lease_ms != 0)
+                            .then_some(req.target_lease_ms.max(-1)),
                     },
                 )
             })

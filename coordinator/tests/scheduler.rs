@@ -611,6 +611,51 @@ async fn tiny_units_are_created_coarser_and_still_tile_the_space() {
 }
 
 #[tokio::test]
+async fn a_campaign_with_pacing_off_keeps_one_unit_per_slot_as_split() {
+    let rig = rig_with(Config {
+        target_lease_ms: 100,
+        ..test_config()
+    });
+    rig.coordinator
+        .create_campaigns(pb::CreateCampaignRequest {
+            problem: "primes".into(),
+            params_json: serde_json::json!({"to": 100_000, "unit": 100}).to_string(),
+            name: String::new(),
+            verify_rate: -1.0,
+            max_attempts: 0,
+            family: String::new(),
+            target_lease_ms: -1,
+        })
+        .await
+        .unwrap();
+    let worker = rig.worker("w").await;
+    for _ in 0..40 {
+        let grants = rig
+            .coordinator
+            .lease(pb::LeaseRequest {
+                worker_id: worker,
+                capacity: 1,
+                max_units: 512,
+            })
+            .await
+            .unwrap()
+            .leases;
+        assert_eq!(grants.len(), 1, "one unit per slot");
+        let [start, end] = [0, 8]
+            .map(|at| u64::from_le_bytes(grants[0].unit_payload[at..at + 8].try_into().unwrap()));
+        assert_eq!(end - start, 100, "a unit as the splitter made it");
+        let result = pb::UnitResult {
+            count: "1".into(),
+            wall_seconds: 0.001,
+            ..Default::default()
+        };
+        rig.complete(worker, &grants[0], Some(result))
+            .await
+            .unwrap();
+    }
+}
+
+#[tokio::test]
 async fn a_completion_batch_settles_each_result_alone_then_leases_more() {
     let rig = rig(3);
     rig.campaign(serde_json::json!({"to": 1_000, "unit": 100}))

@@ -251,7 +251,8 @@ async fn drive(args: &Args, url: &str, measure: &Measure) -> Result<Report> {
             verify_rate: 0.0,
             max_attempts: 0,
             family: String::new(),
-            target_lease_ms: 0,
+            // Units as split, one per slot: the benchmark measures the cost per unit.
+            target_lease_ms: -1,
         })
         .await
         .context("cannot create the primes campaign")?

@@ -179,7 +179,8 @@ pub async fn simulate(
             verify_rate: 0.0,
             max_attempts: 0,
             family: String::new(),
-            target_lease_ms: 0,
+            // Units as split, one per slot: the benchmark measures the cost per unit.
+            target_lease_ms: -1,
         })
         .await
         .map_err(|e| BenchError::Setup(format!("cannot create the campaign: {e}")))?

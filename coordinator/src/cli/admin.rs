@@ -101,7 +101,8 @@ pub struct AddOptions {
     #[arg(long)]
     pub max_attempts: Option<u32>,
     /// The lease duration grants aim at, in ms: tiny units are granted several per slot to
-    /// fill it (default: the server's).
+    /// fill it and created coarser where the problem can join them (default: the server's;
+    /// 0: off, units granted one per slot as the splitter made them).
     #[arg(long)]
     pub target_lease_ms: Option<i64>,
 }
@@ -214,7 +215,7 @@ pub async fn campaign(cmd: CampaignCommand) -> Result<(), CliError> {
                     verify_rate: parsed.options.verify_rate.unwrap_or(-1.0),
                     max_attempts: parsed.options.max_attempts.unwrap_or(0),
                     family: String::new(),
-                    target_lease_ms: parsed.options.target_lease_ms.unwrap_or(0),
+                    target_lease_ms: wire_target_lease_ms(parsed.options.target_lease_ms),
                 })
                 .await
                 .map_err(failed)?
@@ -493,4 +494,14 @@ pub async fn worker(cmd: WorkerCommand) -> Result<(), CliError> {
         }
     }
     Ok(())
+}
+
+/// A campaign's `--target-lease-ms` as the wire carries it: 0 asks for the server's default,
+/// so the flag's 0 (pacing off) travels as -1.
+pub(crate) fn wire_target_lease_ms(flag: Option<i64>) -> i64 {
+    match flag {
+        None => 0,
+        Some(0) => -1,
+        Some(ms) => ms,
+    }
 }

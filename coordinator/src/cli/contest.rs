@@ -148,7 +148,7 @@ async fn add(url: CoordinatorUrl, contest: &Contest, extra: Vec<String>) -> Resu
             name: contest.name.to_string(),
             verify_rate: parsed.options.verify_rate.unwrap_or(-1.0),
             max_attempts: parsed.options.max_attempts.unwrap_or(0),
-            target_lease_ms: parsed.options.target_lease_ms.unwrap_or(0),
+            target_lease_ms: super::admin::wire_target_lease_ms(parsed.options.target_lease_ms),
             family: contest.name.to_string(),
         })
         .await

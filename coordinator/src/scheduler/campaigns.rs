@@ -27,7 +27,8 @@ pub struct NewCampaign<'a> {
     pub max_attempts: Option<u32>,
     /// The family (contest) label the campaign belongs to, if any.
     pub family: Option<&'a str>,
-    /// The lease duration its grants aim at, ms; `None` = server default.
+    /// The lease duration its grants aim at, ms; `None` = server default, negative = pacing
+    /// off (units granted one per slot, as split).
     pub target_lease_ms: Option<i64>,
 }
 

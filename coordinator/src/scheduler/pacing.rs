@@ -41,7 +41,8 @@ fn measure(ctx: &Ctx, campaign_id: i64) -> Result<Option<Measure>, Error> {
         .query_row(params![campaign_id, SAMPLES_AVERAGED], |r| {
             Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
         })?;
-    let target_ms = if target_ms > 0 {
+    // The campaign's own target (negative: pacing off), else the coordinator's.
+    let target_ms = if target_ms != 0 {
         target_ms
     } else {
         ctx.config.target_lease_ms
