@@ -96,6 +96,7 @@ pub fn grant_leases(
         .query_row(params![worker_id], |r| r.get(0))?;
     // Runs only for workers that take them (`max_units` above `capacity`).
     let max_units = if max_units == 0 { capacity } else { max_units };
+    let takes_runs = max_units > capacity;
     let mut room = ((i64::from(ctx.config.max_leases_per_worker) - held).max(0) as usize)
         .min(max_units as usize);
     let mut remaining = (capacity.min(ctx.config.max_capacity) as usize).min(room);
@@ -115,7 +116,11 @@ pub fn grant_leases(
         }
         let share = remaining.div_ceil(campaigns.len() - index);
         // Tiny units travel in runs: several units per slot, each its own lease.
-        let run = pacing::run_length(ctx, *campaign_id)?;
+        let run = if takes_runs {
+            pacing::run_length(ctx, *campaign_id)?
+        } else {
+            1
+        };
         let got = grant_from_campaign(ctx, *campaign_id, worker_id, (share * run).min(room))?;
         room -= got.len();
         remaining = remaining.saturating_sub(got.len().div_ceil(run)).min(room);
