@@ -315,6 +315,36 @@ async fn a_worker_started_the_moment_its_token_is_made_joins() {
     }
 }
 
+/// SIGTERM stops `grind serve` within seconds even while workers stay connected (each holds
+/// a stream open): systemd and Kubernetes would otherwise SIGKILL it after their grace.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_stops_on_sigterm_while_workers_stay_connected() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut coord = start_coordinator(dir.path(), 5_000, &[]);
+    let worker = start_worker(&coord.url, "stays", 1);
+    let deadline = std::time::Instant::now() + LONG_WAIT;
+    while !worker.log().contains("registered as worker") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the worker did not register: {}",
+            worker.log()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    coord.proc.terminate();
+    let exit = coord
+        .proc
+        .wait_exit(std::time::Duration::from_secs(15))
+        .await
+        .unwrap_or_else(|| {
+            panic!(
+                "grind serve still runs 15 s after SIGTERM: {}",
+                coord.proc.log()
+            )
+        });
+    assert!(exit.success(), "{exit}: {}", coord.proc.log());
+}
+
 /// Sends SIGINT, as Ctrl-C in a terminal does.
 fn interrupt(child: &std::process::Child) {
     // SAFETY: plain kill(2) on our own child's pid.
