@@ -874,7 +874,7 @@ start_coordinator() {
             --tls-cert "$dir/certs/cert.pem" --tls-key "$dir/certs/key.pem" >"$dir/serve.out" 2>"$dir/serve.log" &
         echo $! >>"$STANDIN_PIDS"
     )
-    for _ in $(seq 300); do grep -q 'listening on' "$dir/serve.out" && return 0; sleep 0.1; done
+    for _ in $(seq 300); do grep -qs 'listening on' "$dir/serve.out" && return 0; sleep 0.1; done
     echo "grind serve did not start: $(tail -n 3 "$dir/serve.log")"
     return 1
 }
@@ -1010,6 +1010,53 @@ export PATH=\$PATH:$bin_dir # your machine's grind (section 4)"
     [[ -z $bad ]] || echo "pods that did not end with status 0 after kubectl delete: $bad"
 }
 
+# The TLS overlays, on a fresh cluster: section 7's block (certificate, Secret grind-tls, apply
+# overlays/tls, create overlays/tls-job) and section 3's tokens, as written; one pod each of the
+# Deployment and the Indexed Job (GRIND_STANDIN_MAX_JOBS=1: 2 cores here). The campaign is added
+# and watched with section 7's in-pod admin command; the end is section 10's delete and
+# section 6's `delete job grind-worker-batch`: every pod must end with status 0.
+check_k8s_tls_quickstart() {
+    local qs=$WORK/qs port k=$WORK/qs/k8s-tls r=$DEPLOY/kubernetes/README.md
+    mkdir -p "$qs"
+    port=$(free_port)
+    new_machine "$k"
+    local settings="export GRIND_STANDIN_KUBECTL=$VENV/bin/kubectl GRIND_STANDIN_IMAGE_BIN=$bin_dir GRIND_STANDIN_MAX_JOBS=1
+export GRIND_STANDIN_HOSTS=grind-coordinator=localhost GRIND_STANDIN_PORTS=7878=$port
+export PATH=\$PATH:$bin_dir # your machine's grind (section 7)"
+    {
+        readme_block "$r" "## 7. TLS"
+        echo "kubectl -n grind rollout status statefulset/grind-coordinator"
+        readme_block "$r" "## 3. Tokens" | grep -v 'get pods -w'
+    } | standin_script "$k" "$port" "$settings" container-paths >"$qs/k8s-tls.sh"
+    run_script k8s-tls || return 0
+    local admin=(kubectl -n grind exec grind-coordinator-0 -- grind)
+    local flags=(--coordinator "https://localhost:$port" --ca-file /etc/grind/tls/ca.crt
+        --token-file /var/run/secrets/grind-admin/token)
+    {
+        printf '%q ' "${admin[@]}" campaign add "${flags[@]}" primes --to "$QS_TO" --unit "$QS_UNIT"
+        echo
+        printf '%q ' "${admin[@]}" status "${flags[@]}"
+        echo '1 --json'
+    } | standin_script "$k" "$port" "$settings" container-paths >"$qs/k8s-tls-add.sh"
+    run_script k8s-tls-add || return 0
+    { printf '%q ' "${admin[@]}" status "${flags[@]}" && echo '"$@"'; } |
+        standin_script "$k" "$port" "$settings" container-paths >"$qs/k8s-tls-status.sh"
+    wait_campaign_done bash "$qs/k8s-tls-status.sh" || return 0
+    grep -q "\"value\":\"$QS_WANT\"" <(bash "$qs/k8s-tls-status.sh" 1 --json 2>&1) ||
+        echo "campaign 1 did not count $QS_WANT: $(bash "$qs/k8s-tls-status.sh" 1 --json 2>&1 | head -c 300)"
+    {
+        readme_block "$r" "## 10. Remove"
+        echo "kubectl -n grind delete job grind-worker-batch"
+        echo "kubectl -n grind get pods"
+    } | standin_script "$k" "$port" "$settings" container-paths >"$qs/k8s-tls-remove.sh"
+    run_script k8s-tls-remove || return 0
+    local bad
+    bad=$(grep -E '^grind-' "$qs/k8s-tls-remove.out" | grep -v 'Exited(0)$' || true)
+    [[ -z $bad ]] || echo "pods that did not end with status 0 after kubectl delete: $bad"
+    [[ $(grep -c '^grind-.*Exited(0)$' "$qs/k8s-tls-remove.out") == 3 ]] ||
+        echo "want 3 pods (coordinator, a Deployment worker, a Job worker): $(cat "$qs/k8s-tls-remove.out")"
+}
+
 if [[ -z $bin_dir ]]; then
     skip "systemd, Slurm, HTCondor, Kubernetes quick starts" "no built grind and grind-worker (cargo build --workspace, or set GRIND_BIN_DIR)"
 elif [[ -z $PY ]]; then
@@ -1032,6 +1079,9 @@ else
     if have kubectl; then
         run "deploy/kubernetes/README.md as written (the rendered containers' command/args; tokens by kubectl exec; delete)" \
             check_k8s_quickstart
+        stop_standins
+        run "deploy/kubernetes/README.md TLS overlays as written (overlays/tls and tls-job: TLS, pinned CA, the Indexed Job)" \
+            check_k8s_tls_quickstart
     else
         skip "Kubernetes quick start" "${tools_reason:-kubectl missing from the virtualenv}"
     fi

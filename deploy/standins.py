@@ -45,8 +45,8 @@ kubectl
 Environment: GRIND_STANDIN_ROOT, the machine's root: every absolute path under /etc,
 /usr/local, /var/lib, /root and /run is read under it (also for Kubernetes' cluster state);
 GRIND_STANDIN_PIDS, a file that gets the process group of everything started, for cleanup;
-GRIND_STANDIN_MAX_JOBS, how many tasks or jobs of an array or cluster are run (the rest are
-left queued); GRIND_STANDIN_CPUS, the CPUs a Slurm task gets at most; GRIND_STANDIN_KUBECTL
+GRIND_STANDIN_MAX_JOBS, how many tasks or jobs of an array, cluster, Deployment or Job are run
+(the rest are left queued); GRIND_STANDIN_CPUS, the CPUs a Slurm task gets at most; GRIND_STANDIN_KUBECTL
 (the real kubectl), GRIND_STANDIN_IMAGE_BIN, GRIND_STANDIN_HOSTS ("svc=host ...": what a
 Service name resolves to) and GRIND_STANDIN_PORTS ("container=host ..."), for kubectl.
 """
@@ -65,6 +65,7 @@ import sys
 import time
 
 ROOT = os.environ.get("GRIND_STANDIN_ROOT", "")
+MAX_JOBS = int(os.environ.get("GRIND_STANDIN_MAX_JOBS", "0"))
 MAPPED = re.compile(r"(?<![^\s=:'\"(-])/(?:etc|usr/local|var/lib|root|run)(?=/|\b)")
 
 
@@ -760,10 +761,10 @@ def pod_specs(objects):
             for i in range(spec.get("replicas", 1)):
                 yield f"{name}-{i}", ns, spec["template"]["spec"], o, {}
         elif kind == "Deployment":
-            for i in range(spec.get("replicas", 1)):
+            for i in range(min(spec.get("replicas", 1), MAX_JOBS or 1 << 30)):
                 yield f"{name}-standin-{i}", ns, spec["template"]["spec"], o, {}
         elif kind == "Job":
-            for i in range(spec.get("parallelism", 1)):
+            for i in range(min(spec.get("parallelism", 1), MAX_JOBS or 1 << 30)):
                 yield f"{name}-{i}", ns, spec["template"]["spec"], o, {"JOB_COMPLETION_INDEX": str(i)}
 
 
@@ -981,6 +982,8 @@ def kubectl(args):
         return 0  # pods share this machine's network
     if cmd == "delete":
         targets = [r for r in rest if "/" in r]
+        if len(rest) == 2 and "/" not in rest[0]:  # delete KIND NAME
+            targets = [f"{rest[0]}/{rest[1]}"]
         pods = load_pods()
         chosen = [(pod, p) for pod, p in pods.items() if p["owner"] in targets]
         for pod, p in chosen:
