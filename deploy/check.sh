@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# deploy/check.sh: offline checks of every deployment file under deploy/ (and .dockerignore).
+# deploy/check.sh: offline checks of every deployment file under deploy/ (and .dockerignore),
+# then every quick start (README.md's "Across machines", deploy/*/README.md) run as written
+# against the built binaries, with deploy/standins.py for systemd, Slurm, HTCondor and
+# kubectl (deploy/README.md, "Checking these files", lists what stands in for what).
 #
 #   bash deploy/check.sh
 #
