@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # deploy/check.sh: offline checks of every deployment file under deploy/ (and .dockerignore),
 # then every quick start (README.md's "Across machines", deploy/*/README.md) run as written
-# against the built binaries, with deploy/standins.py for systemd, Slurm, HTCondor and
-# kubectl (deploy/README.md, "Checking these files", lists what stands in for what).
+# against the built binaries, with deploy/standins.py for systemd, Slurm, HTCondor, kubectl
+# and docker compose (deploy/README.md, "Checking these files", lists what stands in for what).
 #
 #   bash deploy/check.sh
 #
@@ -696,11 +696,11 @@ else
 fi
 
 # ----------------------------------------------------------------------------- quick starts under stand-ins
-# The systemd, Slurm, HTCondor and Kubernetes quick starts, run as written against the built
-# binaries, each on a fresh database, with stand-ins (deploy/standins.py, which says what each
-# one does and does not do) for the programs that need root, a daemon or a cluster: systemctl,
-# systemd-run, journalctl, sudo (runs its command as the current user), sbatch, srun, scancel,
-# squeue, condor_submit, condor_rm, condor_q and kubectl. The commands come from the READMEs;
+# The systemd, Slurm, HTCondor, Kubernetes and Docker quick starts, run as written against the
+# built binaries, each on a fresh database, with stand-ins (deploy/standins.py, which says what
+# each one does and does not do) for the programs that need root, a daemon or a cluster:
+# systemctl, systemd-run, journalctl, sudo (runs its command as the current user), sbatch,
+# srun, scancel, squeue, condor_submit, condor_rm, condor_q, kubectl and docker (compose). The commands come from the READMEs;
 # the only changes, made by standin_script and named where they are made:
 #   - `cargo build` lines are skipped: target/release in each machine's clone is the built
 #     binaries' directory;
@@ -717,7 +717,7 @@ STANDIN_PIDS=$WORK/standin-pids
 setup_standins() {
     local p
     mkdir -p "$STANDIN_BIN"
-    for p in systemctl systemd-run journalctl sbatch srun scancel squeue condor_submit condor_rm condor_q kubectl; do
+    for p in systemctl systemd-run journalctl sbatch srun scancel squeue condor_submit condor_rm condor_q kubectl docker; do
         printf '#!/bin/bash\nexec %q %q %q "$@"\n' "$PY" "$STANDINS" "$p" >"$STANDIN_BIN/$p"
         chmod +x "$STANDIN_BIN/$p"
     done
@@ -1060,10 +1060,55 @@ export PATH=\$PATH:$bin_dir # your machine's grind (section 7)"
         echo "want 3 pods (coordinator, a Deployment worker, a Job worker): $(cat "$qs/k8s-tls-remove.out")"
 }
 
+# ---- Docker Compose
+# What runs as written (deploy/docker/README.md): section 2's block (tokens with `docker
+# compose run`, chmod, up -d, ps, logs), section 3 (exec status and campaign add, ten times
+# smaller: --to 100000000; cp of ca.pem, grind status from the host) and section 7's `docker
+# compose down`: every container must end with status 0. The docker stand-in renders
+# compose.yaml with the real compose (`config`) and runs each service's command against the
+# built binaries (standins.py); the service name coordinator is localhost, GRIND_PORT
+# (a setting of the README) the free port. The image is not built (no daemon, below).
+check_docker_quickstart() {
+    local qs=$WORK/qs port d=$WORK/qs/docker r=$DEPLOY/docker/README.md
+    mkdir -p "$qs"
+    port=$(free_port)
+    new_machine "$d"
+    # A copy, not a link: the quick start writes its token files into deploy/docker/secrets.
+    rm "$d/clone/deploy"
+    cp -r "$DEPLOY" "$d/clone/deploy"
+    rm -f "$d/clone/deploy/docker/secrets/"*_token
+    local settings="export GRIND_STANDIN_COMPOSE=$VENV/bin/docker-compose GRIND_STANDIN_IMAGE_BIN=$bin_dir
+export GRIND_STANDIN_HOSTS=coordinator=localhost GRIND_STANDIN_PORTS=7878=$port GRIND_PORT=$port
+export PATH=\$PATH:$bin_dir # grind built on the host (section 3)"
+    {
+        readme_block "$r" "## 2. Tokens, then start"
+        readme_block "$r" "## 3. Campaigns and status" | sed 's/--to 1000000000 /--to 100000000 /'
+    } | standin_script "$d" "$port" "$settings" container-paths >"$qs/docker.sh"
+    run_script docker || return 0
+    { echo 'cd deploy/docker' && echo 'docker compose exec coordinator grind status --coordinator https://localhost:7878 --ca-file /etc/grind/tls/ca.pem --token-file /run/secrets/admin_token "$@"'; } |
+        standin_script "$d" "$port" "$settings" container-paths >"$qs/docker-status.sh"
+    wait_campaign_done bash "$qs/docker-status.sh" || return 0
+    grep -q '"value":"5761455"' <(bash "$qs/docker-status.sh" 1 --json 2>&1) ||
+        echo "campaign 1 did not count pi(10^8) = 5761455: $(bash "$qs/docker-status.sh" 1 --json 2>&1 | head -c 300)"
+    {
+        echo 'cd deploy/docker'
+        readme_block "$r" "## 3. Campaigns and status" 2
+        echo 'docker compose down' # section 7's command (in its prose)
+        echo 'docker compose ps'
+    } | standin_script "$d" "$port" "$settings" container-paths >"$qs/docker-stop.sh"
+    run_script docker-stop || return 0
+    grep -q '"state":"done"' "$qs/docker-stop.out" || echo "section 3's grind status 1 --json from the host did not say done"
+    local bad
+    bad=$(grep -E '^grind-' "$qs/docker-stop.out" | grep -v 'Exited (0)$' || true)
+    [[ -z $bad ]] || echo "containers that did not end with status 0 after docker compose down: $bad"
+    [[ $(grep -c '^grind-worker-[0-9]*  Exited (0)$' "$qs/docker-stop.out") == 2 ]] ||
+        echo "want 2 workers (GRIND_WORKERS's default): $(grep '^grind-' "$qs/docker-stop.out")"
+}
+
 if [[ -z $bin_dir ]]; then
-    skip "systemd, Slurm, HTCondor, Kubernetes quick starts" "no built grind and grind-worker (cargo build --workspace, or set GRIND_BIN_DIR)"
+    skip "systemd, Slurm, HTCondor, Kubernetes, Docker quick starts" "no built grind and grind-worker (cargo build --workspace, or set GRIND_BIN_DIR)"
 elif [[ -z $PY ]]; then
-    skip "systemd, Slurm, HTCondor, Kubernetes quick starts" "${tools_reason:-no python}"
+    skip "systemd, Slurm, HTCondor, Kubernetes, Docker quick starts" "${tools_reason:-no python}"
 else
     setup_standins
     run "deploy/systemd/README.md as written (units' ExecStart=, tokens, two worker machines finish a campaign)" \
@@ -1087,6 +1132,13 @@ else
             check_k8s_tls_quickstart
     else
         skip "Kubernetes quick start" "${tools_reason:-kubectl missing from the virtualenv}"
+    fi
+    stop_standins
+    if have docker-compose; then
+        run "deploy/docker/README.md as written (compose.yaml's services without a daemon: tls-init, coordinator, 2 workers finish a campaign; down)" \
+            check_docker_quickstart
+    else
+        skip "Docker quick start" "${tools_reason:-docker-compose missing from the virtualenv}"
     fi
     stop_standins
 fi
