@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # deploy/check.sh: offline checks of every deployment file under deploy/ (and .dockerignore),
 # then every quick start (README.md's "Across machines", deploy/*/README.md) run as written
-# against the built binaries, with deploy/standins.py for systemd, Slurm, HTCondor, kubectl
+# against the built binaries, with deploy/standins/ for systemd, Slurm, HTCondor, kubectl
 # and docker compose (deploy/README.md, "Checking these files", lists what stands in for what).
 #
 #   bash deploy/check.sh
@@ -697,7 +697,7 @@ fi
 
 # ----------------------------------------------------------------------------- quick starts under stand-ins
 # The systemd, Slurm, HTCondor, Kubernetes and Docker quick starts, run as written against the
-# built binaries, each on a fresh database, with stand-ins (deploy/standins.py, which says what
+# built binaries, each on a fresh database, with stand-ins (deploy/standins/, which says what
 # each one does and does not do) for the programs that need root, a daemon or a cluster:
 # systemctl, systemd-run, journalctl, sudo (runs its command as the current user), sbatch,
 # srun, scancel, squeue, condor_submit, condor_rm, condor_q, kubectl and docker (compose). The commands come from the READMEs;
@@ -707,18 +707,18 @@ fi
 #   - the example host grind.example.org is read as localhost (every certificate the READMEs
 #     make has --host localhost), and port 7878 becomes a free port;
 #   - each machine's /etc, /usr/local, /var/lib, /root and /run are directories under a
-#     scratch root of its own (standins.py map-paths): no root needed, nothing outside $WORK
+#     scratch root of its own (deploy/standins map-paths): no root needed, nothing outside $WORK
 #     touched;
 #   - lines that need a person (paste a token, follow a log forever, an example ID) are
 #     changed or skipped as the section says.
-STANDINS=$DEPLOY/standins.py
+STANDINS=$DEPLOY/standins
 STANDIN_BIN=$WORK/standin-bin
 STANDIN_PIDS=$WORK/standin-pids
 setup_standins() {
     local p
     mkdir -p "$STANDIN_BIN"
     for p in systemctl systemd-run journalctl sbatch srun scancel squeue condor_submit condor_rm condor_q kubectl docker; do
-        printf '#!/bin/bash\nexec %q %q %q "$@"\n' "$PY" "$STANDINS" "$p" >"$STANDIN_BIN/$p"
+        printf '#!/bin/bash\nexec %q -B %q %q "$@"\n' "$PY" "$STANDINS" "$p" >"$STANDIN_BIN/$p"
         chmod +x "$STANDIN_BIN/$p"
     done
     printf '#!/bin/sh\nexec "$@"\n' >"$STANDIN_BIN/sudo"
@@ -742,7 +742,7 @@ standin_script() {
     echo "${3:-}"
     echo "cd $root/clone"
     sed -e 's/grind\.example\.org/localhost/g' -e "s/7878/$port/g" |
-        if [[ ${4:-} == container-paths ]]; then cat; else GRIND_STANDIN_ROOT=$root "$PY" "$STANDINS" map-paths; fi |
+        if [[ ${4:-} == container-paths ]]; then cat; else GRIND_STANDIN_ROOT=$root "$PY" -B "$STANDINS" map-paths; fi |
         while IFS= read -r line; do
             case $line in
             "cargo build "*) echo ": skipped: $line" ;;
@@ -809,7 +809,7 @@ stop_standins() {
 # enable --now); section 5 once the campaign is done; `systemctl stop grind-worker@main`
 # (section 4) must end each worker with status 0, `systemctl start grind-backup` (section 6)
 # must write a snapshot. systemctl starts what the installed unit files' ExecStart= lines say,
-# resolved as systemd does (standins.py). /etc/grind/coordinator.env is written first, with
+# resolved as systemd does (deploy/standins/). /etc/grind/coordinator.env is written first, with
 # section 2's example content, so that its GRIND_LISTEN carries the free port.
 # The check's own steps: copying lab-pcs.token and ca.pem to the worker machines (as section 3
 # says), adding the campaign and waiting for it.
@@ -968,7 +968,7 @@ check_condor_quickstart() {
 # debug build finishes it in seconds) and, once it is done, its port-forward block (grind status
 # from this machine), then section 10's delete: every pod must end with status 0. The kubectl
 # stand-in renders the manifests with the real kubectl kustomize and runs each container's
-# command and args as the kubelet would (standins.py); the Service grind-coordinator is
+# command and args as the kubelet would (deploy/standins/); the Service grind-coordinator is
 # localhost, container port 7878 a free port.
 check_k8s_quickstart() {
     local qs=$WORK/qs port k=$WORK/qs/k8s r=$DEPLOY/kubernetes/README.md
@@ -1066,7 +1066,7 @@ export PATH=\$PATH:$bin_dir # your machine's grind (section 7)"
 # smaller: --to 100000000; cp of ca.pem, grind status from the host) and section 7's `docker
 # compose down`: every container must end with status 0. The docker stand-in renders
 # compose.yaml with the real compose (`config`) and runs each service's command against the
-# built binaries (standins.py); the service name coordinator is localhost, GRIND_PORT
+# built binaries (deploy/standins/); the service name coordinator is localhost, GRIND_PORT
 # (a setting of the README) the free port. The image is not built (no daemon, below).
 check_docker_quickstart() {
     local qs=$WORK/qs port d=$WORK/qs/docker r=$DEPLOY/docker/README.md
