@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# deploy/check.sh: offline checks of every deployment file under deploy/ (and .dockerignore).
+# deploy/check.sh: offline checks of every deployment file under deploy/ (and .dockerignore),
+# then every quick start (README.md's "Across machines", deploy/*/README.md) run as written
+# against the built binaries, with deploy/standins/ for systemd, Slurm, HTCondor, kubectl
+# and docker compose (deploy/README.md, "Checking these files", lists what stands in for what).
 #
 #   bash deploy/check.sh
 #
@@ -30,6 +33,12 @@ cleanup() {
         kill -KILL "$pid" 2>/dev/null || true
     done
     kill_stub
+    if [[ -s $WORK/standin-pids ]]; then
+        while read -r pid; do
+            kill -KILL -- "-$pid" 2>/dev/null || true
+            kill -KILL "$pid" 2>/dev/null || true
+        done <"$WORK/standin-pids"
+    fi
     rm -rf "$WORK"
 }
 # The stand-in worker of the Slurm and HTCondor tests records "PID PPID" here.
@@ -566,11 +575,13 @@ free_port() {
     "${PY:-python3}" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 readme_block() {
-    # The first fenced block after the heading $2 in file $1, continuation lines joined.
-    awk -v heading="$2" '
+    # The fenced block number $3 (default 1) of the section under the heading $2 in file $1,
+    # continuation lines joined.
+    awk -v heading="$2" -v want="${3:-1}" '
         $0 == heading { found = 1; next }
-        found && /^```/ { if (inside) exit; inside = 1; next }
-        found && inside { print }
+        found && !inside && /^#+ / { exit }
+        found && /^```/ { if (inside) { if (n == want) exit; inside = 0 } else { inside = 1; n++ } next }
+        found && inside && n == want { print }
     ' "$1" | sed -e ':a' -e '/\\$/N; s/\\\n//; ta'
 }
 check_readme_quickstart() {
@@ -682,6 +693,454 @@ if [[ -n $bin_dir ]]; then
     run "deploy/docker/README.md token commands on a fresh data volume (stand-in for docker)" check_docker_tokens
 else
     skip "Docker quick start stand-in" "no built grind (cargo build --workspace, or set GRIND_BIN_DIR)"
+fi
+
+# ----------------------------------------------------------------------------- quick starts under stand-ins
+# The systemd, Slurm, HTCondor, Kubernetes and Docker quick starts, run as written against the
+# built binaries, each on a fresh database, with stand-ins (deploy/standins/, which says what
+# each one does and does not do) for the programs that need root, a daemon or a cluster:
+# systemctl, systemd-run, journalctl, sudo (runs its command as the current user), sbatch,
+# srun, scancel, squeue, condor_submit, condor_rm, condor_q, kubectl and docker (compose). The commands come from the READMEs;
+# the only changes, made by standin_script and named where they are made:
+#   - `cargo build` lines are skipped: target/release in each machine's clone is the built
+#     binaries' directory;
+#   - the example host grind.example.org is read as localhost (every certificate the READMEs
+#     make has --host localhost), and port 7878 becomes a free port;
+#   - each machine's /etc, /usr/local, /var/lib, /root and /run are directories under a
+#     scratch root of its own (deploy/standins map-paths): no root needed, nothing outside $WORK
+#     touched;
+#   - lines that need a person (paste a token, follow a log forever, an example ID) are
+#     changed or skipped as the section says.
+STANDINS=$DEPLOY/standins
+STANDIN_BIN=$WORK/standin-bin
+STANDIN_PIDS=$WORK/standin-pids
+setup_standins() {
+    local p
+    mkdir -p "$STANDIN_BIN"
+    for p in systemctl systemd-run journalctl sbatch srun scancel squeue condor_submit condor_rm condor_q kubectl docker; do
+        printf '#!/bin/bash\nexec %q -B %q %q "$@"\n' "$PY" "$STANDINS" "$p" >"$STANDIN_BIN/$p"
+        chmod +x "$STANDIN_BIN/$p"
+    done
+    printf '#!/bin/sh\nexec "$@"\n' >"$STANDIN_BIN/sudo"
+    chmod +x "$STANDIN_BIN/sudo"
+}
+# new_machine DIR: an empty machine: the directories a fresh Debian has, and a clone of this
+# repository (deploy/ and target/release, the built binaries).
+new_machine() {
+    mkdir -p "$1"/{root,etc/systemd/system,usr/local/bin,usr/local/sbin,var/lib,run,home,clone/target}
+    ln -s "$DEPLOY" "$1/clone/deploy"
+    ln -s "$bin_dir" "$1/clone/target/release"
+}
+# standin_script ROOT PORT [SETTINGS [container-paths]]: a block (stdin) as a script (stdout) on
+# the machine ROOT, in its clone, with the substitutions named above; SETTINGS (shell lines) go
+# first, as is. With container-paths, absolute paths are left alone (kubectl maps a container's).
+standin_script() {
+    local root=$1 port=$2 line
+    echo "set -euo pipefail"
+    echo "export GRIND_STANDIN_ROOT=$root GRIND_STANDIN_PIDS=$STANDIN_PIDS HOME=$root/home USER=\${USER:-\$(id -un)}"
+    echo "export PATH=$STANDIN_BIN:$root/usr/local/sbin:$root/usr/local/bin:\$PATH"
+    echo "${3:-}"
+    echo "cd $root/clone"
+    sed -e 's/grind\.example\.org/localhost/g' -e "s/7878/$port/g" |
+        if [[ ${4:-} == container-paths ]]; then cat; else GRIND_STANDIN_ROOT=$root "$PY" -B "$STANDINS" map-paths; fi |
+        while IFS= read -r line; do
+            case $line in
+            "cargo build "*) echo ": skipped: $line" ;;
+            *) echo "$line" ;;
+            esac
+        done
+}
+# run_script NAME: runs $WORK/qs/NAME.sh; on failure prints it and its output's tail.
+run_script() {
+    local qs=$WORK/qs status=0
+    env -u GRIND_COORDINATOR -u GRIND_CA_FILE -u GRIND_ADMIN_TOKEN -u GRIND_ADMIN_TOKEN_FILE \
+        -u GRIND_TOKEN -u GRIND_TOKEN_FILE bash "$qs/$1.sh" >"$qs/$1.out" 2>&1 || status=$?
+    if [[ $status != 0 ]]; then
+        echo "$1 failed (exit $status); the script run (from the README):"
+        sed 's/^/    /' "$qs/$1.sh"
+        echo "its output:"
+        tail -n 20 "$qs/$1.out" | sed 's/^/    /'
+    fi
+    return "$status"
+}
+# wait_campaign_done COMMAND...: polls `COMMAND 1 --json` (grind status) for up to 180 s.
+wait_campaign_done() {
+    local _ out
+    for _ in $(seq 360); do
+        out=$("$@" 1 --json 2>&1) || true
+        if grep -q '"state":"done"' <<<"$out"; then
+            return 0
+        fi
+        sleep 0.5
+    done
+    echo "campaign 1 not done within 180 s: $(head -c 300 <<<"$out")"
+    return 1
+}
+# The campaign the Slurm, HTCondor and systemd runs finish (their READMEs add none):
+# pi(10^7) = 664579, a published value.
+QS_TO=10000000
+QS_UNIT=1000000
+QS_WANT=664579
+# check_export ADMIN_ARGS...: campaign 1's exported count is QS_WANT.
+check_export() {
+    local out=$WORK/qs/export-$RANDOM.txt
+    "$bin_dir/grind" export "$@" 1 --out "$out" >/dev/null 2>&1 || {
+        echo "grind export 1 failed"
+        return 1
+    }
+    [[ $(tr -d '[:space:]' <"$out") == "$QS_WANT" ]] || echo "campaign 1 counted '$(head -c 80 "$out")', want $QS_WANT"
+}
+stop_standins() {
+    local pid
+    if [[ -s $STANDIN_PIDS ]]; then
+        while read -r pid; do
+            kill -KILL -- "-$pid" 2>/dev/null || true
+            kill -KILL "$pid" 2>/dev/null || true
+        done <"$STANDIN_PIDS"
+        : >"$STANDIN_PIDS"
+    fi
+}
+
+# ---- systemd: a coordinator machine and two worker machines
+# What runs as written (deploy/systemd/README.md): section 1 (install) on every machine;
+# section 2's commands (certificate, install the units and grind-as-coordinator,
+# daemon-reload, enable --now, status, journalctl); section 3's token commands (but `token
+# revoke ... 3`, an example ID); section 4 on each worker machine (units, token, env file,
+# enable --now); section 5 once the campaign is done; `systemctl stop grind-worker@main`
+# (section 4) must end each worker with status 0, `systemctl start grind-backup` (section 6)
+# must write a snapshot. systemctl starts what the installed unit files' ExecStart= lines say,
+# resolved as systemd does (deploy/standins/). /etc/grind/coordinator.env is written first, with
+# section 2's example content, so that its GRIND_LISTEN carries the free port.
+# The check's own steps: copying lab-pcs.token and ca.pem to the worker machines (as section 3
+# says), adding the campaign and waiting for it.
+check_systemd_quickstart() {
+    local qs=$WORK/qs port c=$WORK/qs/systemd-coordinator m status
+    mkdir -p "$qs"
+    port=$(free_port)
+    new_machine "$c"
+    local r=$DEPLOY/systemd/README.md
+    mkdir -p "$c/etc/grind"
+    readme_block "$r" "## 2. The coordinator machine" 2 | sed "s/7878/$port/g" >"$c/etc/grind/coordinator.env"
+    {
+        readme_block "$r" "## 1. Install the binaries (every machine)"
+        readme_block "$r" "## 2. The coordinator machine"
+        readme_block "$r" "## 3. Tokens" | grep -v 'token revoke' # an example ID
+    } | standin_script "$c" "$port" >"$qs/systemd-coordinator.sh"
+    run_script systemd-coordinator || return 0
+    for m in 1 2; do
+        new_machine "$qs/systemd-worker-$m"
+        cp "$c/clone/lab-pcs.token" "$c/etc/grind/tls/ca.pem" "$qs/systemd-worker-$m/clone/"
+        {
+            readme_block "$r" "## 1. Install the binaries (every machine)"
+            readme_block "$r" "## 4. Workers"
+        } | standin_script "$qs/systemd-worker-$m" "$port" >"$qs/systemd-worker-$m.sh"
+        run_script "systemd-worker-$m" || return 0
+    done
+    local admin=(--coordinator "https://localhost:$port" --ca-file "$c/etc/grind/tls/ca.pem"
+        --token-file "$c/root/grind-admin.token")
+    "$bin_dir/grind" campaign add "${admin[@]}" primes --to "$QS_TO" --unit "$QS_UNIT" >/dev/null ||
+        return 0
+    wait_campaign_done "$bin_dir/grind" status "${admin[@]}" || return 0
+    readme_block "$r" "## 5. Status" | standin_script "$c" "$port" >"$qs/systemd-status.sh"
+    run_script systemd-status || return 0
+    grep -q '"state":"done"' "$qs/systemd-status.out" || echo "section 5's grind status 1 --json did not say done"
+    check_export "${admin[@]}"
+    for m in 1 2; do
+        echo "systemctl stop grind-worker@main; systemctl show -p ExecMainStatus --value grind-worker@main" |
+            standin_script "$qs/systemd-worker-$m" "$port" >"$qs/systemd-stop-$m.sh"
+        run_script "systemd-stop-$m" || return 0
+        status=$(tail -n 1 "$qs/systemd-stop-$m.out")
+        [[ $status == 0 ]] || echo "worker machine $m: grind-worker@main ended with status $status after systemctl stop (want 0)"
+    done
+    echo "systemctl start grind-backup; ls /var/lib/grind-backup/; systemctl stop grind-coordinator
+          systemctl show -p ExecMainStatus --value grind-coordinator" |
+        standin_script "$c" "$port" >"$qs/systemd-backup.sh"
+    run_script systemd-backup || return 0
+    grep -Eq '^campaigns-[0-9]{8}T[0-9]{6}Z\.db$' "$qs/systemd-backup.out" ||
+        echo "grind-backup.service wrote no snapshot: $(head -c 300 "$qs/systemd-backup.out")"
+    status=$(tail -n 1 "$qs/systemd-backup.out")
+    [[ $status == 0 ]] || echo "grind-coordinator ended with status $status after systemctl stop (want 0)"
+}
+
+# ---- Slurm: a coordinator elsewhere (grind serve with TLS), the job script with the real worker
+# start_coordinator DIR PORT: grind serve with TLS on a fresh database in DIR, as the
+# coordinator's admin would run it, and a worker token DIR/worker.token, admin DIR/admin.token.
+start_coordinator() {
+    local dir=$1 port=$2 _
+    mkdir -p "$dir"
+    "$bin_dir/grind" cert self-signed --out-dir "$dir/certs" --host localhost >/dev/null
+    "$bin_dir/grind" token create --db "$dir/campaigns.db" --name workers >"$dir/worker.token" 2>>"$dir/admin.log"
+    "$bin_dir/grind" token create --db "$dir/campaigns.db" --admin --name admin >"$dir/admin.token" 2>>"$dir/admin.log"
+    # In a subshell: not a job of this shell, which would report its end.
+    (
+        "$bin_dir/grind" serve --listen "127.0.0.1:$port" --db "$dir/campaigns.db" \
+            --tls-cert "$dir/certs/cert.pem" --tls-key "$dir/certs/key.pem" >"$dir/serve.out" 2>"$dir/serve.log" &
+        echo $! >>"$STANDIN_PIDS"
+    )
+    for _ in $(seq 300); do grep -qs 'listening on' "$dir/serve.out" && return 0; sleep 0.1; done
+    echo "grind serve did not start: $(tail -n 3 "$dir/serve.log")"
+    return 1
+}
+# What runs as written (deploy/slurm/README.md): section 1 (install the worker); section 2's
+# commands (the pasted token comes from the admin's token file, ca.pem from the admin; srun
+# runs its command here); section 3's first block (export GRIND_COORDINATOR, sbatch) through
+# the sbatch stand-in, which runs the job script as Slurm would, two tasks of the array
+# (8 by default) with one CPU each (this machine has 2 cores); section 4's squeue. Then the
+# campaign; task 0 gets the time-limit warning (--signal=B:TERM: SIGTERM to the batch shell
+# alone, as the stub test above) and task 1 `scancel` (SIGTERM to every process of the job):
+# both must end with the worker's status 0.
+check_slurm_quickstart() {
+    local qs=$WORK/qs port l=$WORK/qs/slurm-login co=$WORK/qs/slurm-coordinator r=$DEPLOY/slurm/README.md
+    mkdir -p "$qs"
+    port=$(free_port)
+    start_coordinator "$co" "$port" || return 0
+    new_machine "$l"
+    cp "$co/certs/ca.pem" "$l/clone/"
+    {
+        readme_block "$r" "## 1. The worker binary"
+        readme_block "$r" "## 2. Token and CA" | sed "s#^install -m 0600 /dev/stdin .*#{ &\n} <$co/worker.token#"
+        readme_block "$r" "## 2. Token and CA" 2
+        readme_block "$r" "## 3. Submit"
+        readme_block "$r" "## 4. Watch" | grep -v '^tail -f' # follows the log forever
+    } | standin_script "$l" "$port" "export GRIND_STANDIN_MAX_JOBS=2 GRIND_STANDIN_CPUS=1" >"$qs/slurm.sh"
+    run_script slurm || return 0
+    grep -q '^reachable$' "$qs/slurm.out" || echo "srun's reachability check did not say reachable"
+    local job
+    job=$(sed -n 's/^Submitted batch job \([0-9]*\)$/\1/p' "$qs/slurm.out")
+    local admin=(--coordinator "https://localhost:$port" --ca-file "$co/certs/ca.pem" --token-file "$co/admin.token")
+    "$bin_dir/grind" campaign add "${admin[@]}" primes --to "$QS_TO" --unit "$QS_UNIT" >/dev/null || return 0
+    wait_campaign_done "$bin_dir/grind" status "${admin[@]}" || return 0
+    check_export "${admin[@]}"
+    local state=$l/run/standins/slurm
+    kill -TERM "$(cat "$state/${job}_0.pid")"
+    printf 'scancel %s_1\n' "$job" | standin_script "$l" "$port" >"$qs/slurm-scancel.sh"
+    run_script slurm-scancel || return 0
+    local t _
+    for t in 0 1; do
+        for _ in $(seq 400); do [[ -s $state/${job}_$t.status ]] && break; sleep 0.1; done
+        [[ $(cat "$state/${job}_$t.status" 2>/dev/null) == 0 ]] ||
+            echo "task $t: the job script ended with status '$(cat "$state/${job}_$t.status" 2>/dev/null)' (want 0)"
+        grep -q 'worker exited with status 0' "$l/clone/grind-worker-${job}_$t.out" ||
+            echo "task $t: $(tail -n 3 "$l/clone/grind-worker-${job}_$t.out")"
+    done
+}
+
+# ---- HTCondor
+# What runs as written (deploy/htcondor/README.md): section 1 (/path/to/grind is the machine's
+# clone); section 2 (the pasted token from the admin's token file, /path/to/ca.pem the admin's
+# ca.pem); section 3's second condor_submit (coordinator, workers, cpus appended; the first,
+# with the file's own coordinator grind.example.org, is skipped), through the condor_submit
+# stand-in, which runs 2 of the 32 jobs; section 4's condor_q. Then the campaign and
+# `condor_rm CLUSTER` (section 5): each job must end with status 0.
+check_condor_quickstart() {
+    local qs=$WORK/qs port h=$WORK/qs/condor-submit co=$WORK/qs/condor-coordinator r=$DEPLOY/htcondor/README.md
+    mkdir -p "$qs"
+    port=$(free_port)
+    start_coordinator "$co" "$port" || return 0
+    new_machine "$h"
+    {
+        readme_block "$r" "## 1. A submit directory"
+        readme_block "$r" "## 2. Token and CA" |
+            sed -e "s#^install -m 0600 /dev/stdin .*#{ &\n} <$co/worker.token#" -e "s#/path/to/ca.pem#$co/certs/ca.pem#"
+        readme_block "$r" "## 3. Submit" | grep -v '^condor_submit grind-worker.sub$'
+        readme_block "$r" "## 4. Watch" | grep -Fx condor_q
+    } | sed "s#/path/to/grind#$h/clone#g" | standin_script "$h" "$port" "export GRIND_STANDIN_MAX_JOBS=2" >"$qs/condor.sh"
+    run_script condor || return 0
+    local cluster
+    cluster=$(sed -n 's/^.* job(s) submitted to cluster \([0-9]*\)\.$/\1/p' "$qs/condor.out")
+    local admin=(--coordinator "https://localhost:$port" --ca-file "$co/certs/ca.pem" --token-file "$co/admin.token")
+    "$bin_dir/grind" campaign add "${admin[@]}" primes --to "$QS_TO" --unit "$QS_UNIT" >/dev/null || return 0
+    wait_campaign_done "$bin_dir/grind" status "${admin[@]}" || return 0
+    check_export "${admin[@]}"
+    printf 'condor_rm %s\n' "$cluster" | standin_script "$h" "$port" >"$qs/condor-rm.sh"
+    run_script condor-rm || return 0
+    local p state=$h/run/standins/condor
+    for p in 0 1; do
+        [[ $(cat "$state/$cluster.$p.status" 2>/dev/null) == 0 ]] ||
+            echo "job $cluster.$p ended with status '$(cat "$state/$cluster.$p.status" 2>/dev/null)' (want 0): $(tail -n 3 "$h/home/grind-condor/grind-worker.$cluster.$p.err")"
+    done
+}
+
+# ---- Kubernetes
+# What runs as written (deploy/kubernetes/README.md): section 2 (apply -k deploy/kubernetes,
+# rollout status), section 3's token commands (`get pods -w`, which watches forever, skipped),
+# section 4's kubectl exec commands (the campaign ten times smaller: --to 100000000, so that a
+# debug build finishes it in seconds) and, once it is done, its port-forward block (grind status
+# from this machine), then section 10's delete: every pod must end with status 0. The kubectl
+# stand-in renders the manifests with the real kubectl kustomize and runs each container's
+# command and args as the kubelet would (deploy/standins/); the Service grind-coordinator is
+# localhost, container port 7878 a free port.
+check_k8s_quickstart() {
+    local qs=$WORK/qs port k=$WORK/qs/k8s r=$DEPLOY/kubernetes/README.md
+    mkdir -p "$qs"
+    port=$(free_port)
+    new_machine "$k"
+    local settings="export GRIND_STANDIN_KUBECTL=$VENV/bin/kubectl GRIND_STANDIN_IMAGE_BIN=$bin_dir
+export GRIND_STANDIN_HOSTS=grind-coordinator=localhost GRIND_STANDIN_PORTS=7878=$port
+export PATH=\$PATH:$bin_dir # your machine's grind (section 4)"
+    {
+        readme_block "$r" "## 2. Coordinator and workers"
+        readme_block "$r" "## 3. Tokens" | grep -v 'get pods -w'
+        readme_block "$r" "## 4. Campaigns and status" | sed 's/--to 1000000000 /--to 100000000 /'
+    } | standin_script "$k" "$port" "$settings" container-paths >"$qs/k8s.sh"
+    run_script k8s || return 0
+    local in_pod=(kubectl -n grind exec grind-coordinator-0 -- grind status --coordinator "http://localhost:$port"
+        --token-file /var/run/secrets/grind-admin/token)
+    { printf '%q ' "${in_pod[@]}" && echo '"$@"'; } | standin_script "$k" "$port" "$settings" container-paths >"$qs/k8s-status.sh"
+    local _ done=0
+    for _ in $(seq 180); do
+        if bash "$qs/k8s-status.sh" 1 --json 2>/dev/null | grep -q '"state":"done"'; then
+            done=1
+            break
+        fi
+        sleep 1
+    done
+    [[ $done == 1 ]] || {
+        echo "campaign 1 not done within 180 s: $(bash "$qs/k8s-status.sh" 1 --json 2>&1 | head -c 300)"
+        return 0
+    }
+    grep -q '"value":"5761455"' <(bash "$qs/k8s-status.sh" 1 --json 2>&1) ||
+        echo "campaign 1 did not count pi(10^8) = 5761455: $(bash "$qs/k8s-status.sh" 1 --json 2>&1 | head -c 300)"
+    {
+        readme_block "$r" "## 4. Campaigns and status" 2
+        readme_block "$r" "## 10. Remove"
+        echo "kubectl -n grind get pods"
+    } | standin_script "$k" "$port" "$settings" container-paths >"$qs/k8s-remove.sh"
+    run_script k8s-remove || return 0
+    grep -q '"state":"done"' "$qs/k8s-remove.out" || echo "section 4's grind status 1 --json (port-forward) did not say done"
+    local bad
+    bad=$(grep -E '^grind-' "$qs/k8s-remove.out" | grep -v 'Exited(0)$' || true)
+    [[ -z $bad ]] || echo "pods that did not end with status 0 after kubectl delete: $bad"
+}
+
+# The TLS overlays, on a fresh cluster: section 7's block (certificate, Secret grind-tls, apply
+# overlays/tls, create overlays/tls-job) and section 3's tokens, as written; one pod each of the
+# Deployment and the Indexed Job (GRIND_STANDIN_MAX_JOBS=1: 2 cores here). The campaign is added
+# and watched with section 7's in-pod admin command; the end is section 10's delete and
+# section 6's `delete job grind-worker-batch`: every pod must end with status 0.
+check_k8s_tls_quickstart() {
+    local qs=$WORK/qs port k=$WORK/qs/k8s-tls r=$DEPLOY/kubernetes/README.md
+    mkdir -p "$qs"
+    port=$(free_port)
+    new_machine "$k"
+    local settings="export GRIND_STANDIN_KUBECTL=$VENV/bin/kubectl GRIND_STANDIN_IMAGE_BIN=$bin_dir GRIND_STANDIN_MAX_JOBS=1
+export GRIND_STANDIN_HOSTS=grind-coordinator=localhost GRIND_STANDIN_PORTS=7878=$port
+export PATH=\$PATH:$bin_dir # your machine's grind (section 7)"
+    {
+        readme_block "$r" "## 7. TLS"
+        echo "kubectl -n grind rollout status statefulset/grind-coordinator"
+        readme_block "$r" "## 3. Tokens" | grep -v 'get pods -w'
+    } | standin_script "$k" "$port" "$settings" container-paths >"$qs/k8s-tls.sh"
+    run_script k8s-tls || return 0
+    local admin=(kubectl -n grind exec grind-coordinator-0 -- grind)
+    local flags=(--coordinator "https://localhost:$port" --ca-file /etc/grind/tls/ca.crt
+        --token-file /var/run/secrets/grind-admin/token)
+    {
+        printf '%q ' "${admin[@]}" campaign add "${flags[@]}" primes --to "$QS_TO" --unit "$QS_UNIT"
+        echo
+        printf '%q ' "${admin[@]}" status "${flags[@]}"
+        echo '1 --json'
+    } | standin_script "$k" "$port" "$settings" container-paths >"$qs/k8s-tls-add.sh"
+    run_script k8s-tls-add || return 0
+    { printf '%q ' "${admin[@]}" status "${flags[@]}" && echo '"$@"'; } |
+        standin_script "$k" "$port" "$settings" container-paths >"$qs/k8s-tls-status.sh"
+    wait_campaign_done bash "$qs/k8s-tls-status.sh" || return 0
+    grep -q "\"value\":\"$QS_WANT\"" <(bash "$qs/k8s-tls-status.sh" 1 --json 2>&1) ||
+        echo "campaign 1 did not count $QS_WANT: $(bash "$qs/k8s-tls-status.sh" 1 --json 2>&1 | head -c 300)"
+    {
+        readme_block "$r" "## 10. Remove"
+        echo "kubectl -n grind delete job grind-worker-batch"
+        echo "kubectl -n grind get pods"
+    } | standin_script "$k" "$port" "$settings" container-paths >"$qs/k8s-tls-remove.sh"
+    run_script k8s-tls-remove || return 0
+    local bad
+    bad=$(grep -E '^grind-' "$qs/k8s-tls-remove.out" | grep -v 'Exited(0)$' || true)
+    [[ -z $bad ]] || echo "pods that did not end with status 0 after kubectl delete: $bad"
+    [[ $(grep -c '^grind-.*Exited(0)$' "$qs/k8s-tls-remove.out") == 3 ]] ||
+        echo "want 3 pods (coordinator, a Deployment worker, a Job worker): $(cat "$qs/k8s-tls-remove.out")"
+}
+
+# ---- Docker Compose
+# What runs as written (deploy/docker/README.md): section 2's block (tokens with `docker
+# compose run`, chmod, up -d, ps, logs), section 3 (exec status and campaign add, ten times
+# smaller: --to 100000000; cp of ca.pem, grind status from the host) and section 7's `docker
+# compose down`: every container must end with status 0. The docker stand-in renders
+# compose.yaml with the real compose (`config`) and runs each service's command against the
+# built binaries (deploy/standins/); the service name coordinator is localhost, GRIND_PORT
+# (a setting of the README) the free port. The image is not built (no daemon, below).
+check_docker_quickstart() {
+    local qs=$WORK/qs port d=$WORK/qs/docker r=$DEPLOY/docker/README.md
+    mkdir -p "$qs"
+    port=$(free_port)
+    new_machine "$d"
+    # A copy, not a link: the quick start writes its token files into deploy/docker/secrets.
+    rm "$d/clone/deploy"
+    cp -r "$DEPLOY" "$d/clone/deploy"
+    rm -f "$d/clone/deploy/docker/secrets/"*_token
+    local settings="export GRIND_STANDIN_COMPOSE=$VENV/bin/docker-compose GRIND_STANDIN_IMAGE_BIN=$bin_dir
+export GRIND_STANDIN_HOSTS=coordinator=localhost GRIND_STANDIN_PORTS=7878=$port GRIND_PORT=$port
+export PATH=\$PATH:$bin_dir # grind built on the host (section 3)"
+    {
+        readme_block "$r" "## 2. Tokens, then start"
+        readme_block "$r" "## 3. Campaigns and status" | sed 's/--to 1000000000 /--to 100000000 /'
+    } | standin_script "$d" "$port" "$settings" container-paths >"$qs/docker.sh"
+    run_script docker || return 0
+    { echo 'cd deploy/docker' && echo 'docker compose exec coordinator grind status --coordinator https://localhost:7878 --ca-file /etc/grind/tls/ca.pem --token-file /run/secrets/admin_token "$@"'; } |
+        standin_script "$d" "$port" "$settings" container-paths >"$qs/docker-status.sh"
+    wait_campaign_done bash "$qs/docker-status.sh" || return 0
+    grep -q '"value":"5761455"' <(bash "$qs/docker-status.sh" 1 --json 2>&1) ||
+        echo "campaign 1 did not count pi(10^8) = 5761455: $(bash "$qs/docker-status.sh" 1 --json 2>&1 | head -c 300)"
+    {
+        echo 'cd deploy/docker'
+        readme_block "$r" "## 3. Campaigns and status" 2
+        echo 'docker compose down' # section 7's command (in its prose)
+        echo 'docker compose ps'
+    } | standin_script "$d" "$port" "$settings" container-paths >"$qs/docker-stop.sh"
+    run_script docker-stop || return 0
+    grep -q '"state":"done"' "$qs/docker-stop.out" || echo "section 3's grind status 1 --json from the host did not say done"
+    local bad
+    bad=$(grep -E '^grind-' "$qs/docker-stop.out" | grep -v 'Exited (0)$' || true)
+    [[ -z $bad ]] || echo "containers that did not end with status 0 after docker compose down: $bad"
+    [[ $(grep -c '^grind-worker-[0-9]*  Exited (0)$' "$qs/docker-stop.out") == 2 ]] ||
+        echo "want 2 workers (GRIND_WORKERS's default): $(grep '^grind-' "$qs/docker-stop.out")"
+}
+
+if [[ -z $bin_dir ]]; then
+    skip "systemd, Slurm, HTCondor, Kubernetes, Docker quick starts" "no built grind and grind-worker (cargo build --workspace, or set GRIND_BIN_DIR)"
+elif [[ -z $PY ]]; then
+    skip "systemd, Slurm, HTCondor, Kubernetes, Docker quick starts" "${tools_reason:-no python}"
+else
+    setup_standins
+    run "deploy/systemd/README.md as written (units' ExecStart=, tokens, two worker machines finish a campaign)" \
+        check_systemd_quickstart
+    stop_standins
+    run "deploy/slurm/README.md as written (the job script runs the real worker; it finishes a campaign, stops on B:TERM and scancel)" \
+        check_slurm_quickstart
+    stop_standins
+    if "$PY" -c 'import htcondor' >/dev/null 2>&1; then
+        run "deploy/htcondor/README.md as written (condor_submit's jobs run the wrapper and the real worker; condor_rm stops them)" \
+            check_condor_quickstart
+    else
+        skip "HTCondor quick start" "${tools_reason:-htcondor bindings missing from the virtualenv}"
+    fi
+    stop_standins
+    if have kubectl; then
+        run "deploy/kubernetes/README.md as written (the rendered containers' command/args; tokens by kubectl exec; delete)" \
+            check_k8s_quickstart
+        stop_standins
+        run "deploy/kubernetes/README.md TLS overlays as written (overlays/tls and tls-job: TLS, pinned CA, the Indexed Job)" \
+            check_k8s_tls_quickstart
+    else
+        skip "Kubernetes quick start" "${tools_reason:-kubectl missing from the virtualenv}"
+    fi
+    stop_standins
+    if have docker-compose; then
+        run "deploy/docker/README.md as written (compose.yaml's services without a daemon: tls-init, coordinator, 2 workers finish a campaign; down)" \
+            check_docker_quickstart
+    else
+        skip "Docker quick start" "${tools_reason:-docker-compose missing from the virtualenv}"
+    fi
+    stop_standins
 fi
 
 # ----------------------------------------------------------------------------- summary

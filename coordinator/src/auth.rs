@@ -3,7 +3,9 @@
 //! A token is `grind_` followed by 64 hex digits (256 random bits). Only its SHA-256 digest is
 //! stored; the token itself is printed once, when it is created. Tokens are created, listed
 //! and revoked offline against the database (`grind token ...`); a running coordinator
-//! reloads the table every second, so a new or revoked token takes effect within a second.
+//! reloads the table twice a second, so a revoked token stops working within a second, and it
+//! reads the table again before refusing a token it does not know (at most ten times a
+//! second), so a new token works at once.
 //!
 //! Callers send `authorization: Bearer <token>` as gRPC metadata. Worker RPCs accept worker
 //! and admin tokens, admin RPCs only admin tokens. The caller's identity travels to the
@@ -13,7 +15,9 @@
 use rusqlite::{params, Connection, OptionalExtension};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
 use tonic::metadata::MetadataMap;
 use tonic::{Request, Status};
 
@@ -158,13 +162,30 @@ pub fn revoke_token(conn: &Connection, id: i64, now_ms: i64) -> Result<(), Error
     Ok(())
 }
 
+/// Least time between two reloads caused by unknown tokens (a stream of wrong tokens costs
+/// at most ten table reads a second).
+const MISS_RELOAD_EVERY: Duration = Duration::from_millis(100);
+
 /// The valid tokens of a running coordinator, by digest; checks request metadata.
 #[derive(Default)]
 pub struct Authenticator {
     valid: RwLock<HashMap<Vec<u8>, Caller>>,
+    /// The database to read again when a token is unknown (it may have been made a moment
+    /// ago), and when that was last done.
+    db: Option<PathBuf>,
+    last_miss_reload: Mutex<Option<Instant>>,
 }
 
 impl Authenticator {
+    /// An authenticator that reads the database at `db` again before refusing an unknown
+    /// token (filled by [`Authenticator::reload`], as the default one).
+    pub fn reading(db: PathBuf) -> Authenticator {
+        Authenticator {
+            db: Some(db),
+            ..Authenticator::default()
+        }
+    }
+
     /// An authenticator holding the database's unrevoked tokens.
     pub fn load(conn: &Connection) -> Result<Arc<Authenticator>, Error> {
         let auth = Arc::new(Authenticator::default());
@@ -213,13 +234,20 @@ impl Authenticator {
                 Status::unauthenticated("the authorization header must be `Bearer <token>`")
             })?
             .trim();
-        let caller = self
-            .valid
-            .read()
-            .map_err(|_| Status::internal("token table poisoned"))?
-            .get(&token_digest(token))
-            .copied()
-            .ok_or_else(|| Status::unauthenticated("unknown or revoked token"))?;
+        let digest = token_digest(token);
+        let lookup = || -> Result<Option<Caller>, Status> {
+            Ok(self
+                .valid
+                .read()
+                .map_err(|_| Status::internal("token table poisoned"))?
+                .get(&digest)
+                .copied())
+        };
+        let mut caller = lookup()?;
+        if caller.is_none() && self.reload_after_miss() {
+            caller = lookup()?;
+        }
+        let caller = caller.ok_or_else(|| Status::unauthenticated("unknown or revoked token"))?;
         if !caller.role.allows(needed) {
             return Err(Status::permission_denied(format!(
                 "a {} token cannot call this; an admin token is needed",
@@ -227,6 +255,36 @@ impl Authenticator {
             )));
         }
         Ok(caller)
+    }
+
+    /// Reads the token table again from the database, unless that was done in the last
+    /// [`MISS_RELOAD_EVERY`]; true if it was read.
+    fn reload_after_miss(&self) -> bool {
+        let Some(db) = &self.db else {
+            return false;
+        };
+        {
+            let Ok(mut last) = self.last_miss_reload.lock() else {
+                return false;
+            };
+            if last.is_some_and(|t| t.elapsed() < MISS_RELOAD_EVERY) {
+                return false;
+            }
+            *last = Some(Instant::now());
+        }
+        let read = Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .map_err(Error::from)
+            .and_then(|conn| {
+                conn.busy_timeout(Duration::from_millis(200))?;
+                self.reload(&conn)
+            });
+        match read {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::warn!("cannot read the token table for an unknown token: {e}");
+                false
+            }
+        }
     }
 
     /// A gRPC interceptor that admits callers allowed to do `needed` and records who they
@@ -273,6 +331,28 @@ mod tests {
             .unwrap();
         assert_eq!(stored, token_digest(&token));
         assert!(!String::from_utf8_lossy(&stored).contains(&token[6..]));
+    }
+
+    #[test]
+    fn a_token_made_after_the_last_reload_is_read_before_it_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tokens.db");
+        let mut conn = Connection::open(&path).unwrap();
+        crate::schema::migrate(&mut conn).unwrap();
+        let auth = Authenticator::reading(path.clone());
+        auth.reload(&conn).unwrap();
+        let (_, token) = create_token(&conn, Role::Worker, "new", 1).unwrap();
+        assert!(auth.check(&bearer(&token), Role::Worker).is_ok());
+        let unknown = auth.check(&bearer("grind_nope"), Role::Worker);
+        assert_eq!(unknown.unwrap_err().code(), tonic::Code::Unauthenticated);
+        // Once the last miss-reload is MISS_RELOAD_EVERY old, the next new token is read too.
+        let (_, second) = create_token(&conn, Role::Worker, "newer", 1).unwrap();
+        std::thread::sleep(MISS_RELOAD_EVERY);
+        assert!(auth.check(&bearer(&second), Role::Worker).is_ok());
+        // Without a database to read, an unknown token waits for the periodic reload.
+        let periodic = Authenticator::load(&conn).unwrap();
+        let (_, third) = create_token(&conn, Role::Worker, "newest", 1).unwrap();
+        assert!(periodic.check(&bearer(&third), Role::Worker).is_err());
     }
 
     #[test]

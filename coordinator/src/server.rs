@@ -22,6 +22,11 @@ use crate::tls::ServerIdentity;
 /// Largest gRPC message accepted or sent (sample batches can be large).
 pub const MAX_MESSAGE_BYTES: usize = 256 << 20;
 
+/// How long a stopping coordinator lets requests in flight finish. Connections are not waited
+/// for beyond it: every worker holds one open (its bounds stream never ends), and a graceful
+/// drain alone would wait for the workers to go first, until a service manager's SIGKILL.
+pub const SHUTDOWN_DRAIN: Duration = Duration::from_secs(3);
+
 /// How a coordinator is exposed: who may call it and whether the transport is encrypted.
 #[derive(Clone, Default)]
 pub struct ServeOptions {
@@ -73,6 +78,7 @@ pub async fn serve_with(
     // The web UI shares the port (behind the same admin tokens when they are required); its
     // live streams end when shutdown begins.
     let (closing_tx, closing) = tokio::sync::watch::channel(false);
+    let mut stopping = closing.clone();
     let shutdown = async move {
         shutdown.await;
         let _ = closing_tx.send(true);
@@ -101,7 +107,7 @@ pub async fn serve_with(
             .tls_config(tonic::transport::ServerTlsConfig::new().identity(identity.to_tonic()))
             .map_err(|e| Error::InvalidArgument(format!("TLS setup failed: {e}")))?;
     }
-    let served = builder
+    let server = builder
         .accept_http1(true)
         .add_routes(web)
         .add_service(health_service)
@@ -109,8 +115,21 @@ pub async fn serve_with(
         .add_service(reflection_v1alpha)
         .add_service(worker)
         .add_service(admin)
-        .serve_with_incoming_shutdown(incoming(listener), shutdown)
-        .await;
+        .serve_with_incoming_shutdown(incoming(listener), shutdown);
+    let drained = async move {
+        let _ = stopping.wait_for(|closing| *closing).await;
+        tokio::time::sleep(SHUTDOWN_DRAIN).await;
+    };
+    let served = tokio::select! {
+        served = server => served,
+        () = drained => {
+            tracing::info!(
+                "stopping: connections still open after {SHUTDOWN_DRAIN:?} (workers reconnect \
+                 to the next coordinator); closing them"
+            );
+            Ok(())
+        }
+    };
     sweeper.abort();
     served.map_err(|e| Error::Unavailable(format!("server failed: {e}")))
 }

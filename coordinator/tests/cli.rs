@@ -284,6 +284,67 @@ async fn a_worker_refused_for_good_exits_77_and_a_bad_token_file_78() {
     assert!(help.contains("77  refused for good"), "{help}");
 }
 
+/// A running coordinator reads new tokens once a second: a worker started the moment its
+/// token is made (Kubernetes starts one as soon as the Secret exists) is refused until then,
+/// and must ask again rather than exit 77 for good.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_started_the_moment_its_token_is_made_joins() {
+    let dir = tempfile::tempdir().unwrap();
+    let coord = start_coordinator(dir.path(), 5_000, &["--require-auth"]);
+    // Three tries: each lands inside the coordinator's one-second reload window with high
+    // probability (a worker registers within tens of milliseconds of starting).
+    for round in 0..3 {
+        let token = create_token(&coord.db, false);
+        let mut cmd = Command::new(worker_bin());
+        cmd.args(["--coordinator", &coord.url, "--threads", "1"])
+            .env("GRIND_TOKEN", &token);
+        let mut worker = Proc::spawn_command(cmd);
+        let deadline = std::time::Instant::now() + LONG_WAIT;
+        while !worker.log().contains("registered as worker") {
+            if let Some(exit) = worker.child.try_wait().unwrap() {
+                panic!("worker {round} exited ({exit}): {}", worker.log());
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "worker {round} did not register: {}",
+                worker.log()
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        worker.kill();
+    }
+}
+
+/// SIGTERM stops `grind serve` within seconds even while workers stay connected (each holds
+/// a stream open): systemd and Kubernetes would otherwise SIGKILL it after their grace.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_stops_on_sigterm_while_workers_stay_connected() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut coord = start_coordinator(dir.path(), 5_000, &[]);
+    let worker = start_worker(&coord.url, "stays", 1);
+    let deadline = std::time::Instant::now() + LONG_WAIT;
+    while !worker.log().contains("registered as worker") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the worker did not register: {}",
+            worker.log()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    coord.proc.terminate();
+    let exit = coord
+        .proc
+        .wait_exit(std::time::Duration::from_secs(15))
+        .await
+        .unwrap_or_else(|| {
+            panic!(
+                "grind serve still runs 15 s after SIGTERM: {}",
+                coord.proc.log()
+            )
+        });
+    assert!(exit.success(), "{exit}: {}", coord.proc.log());
+}
+
 /// Sends SIGINT, as Ctrl-C in a terminal does.
 fn interrupt(child: &std::process::Child) {
     // SAFETY: plain kill(2) on our own child's pid.

@@ -606,3 +606,49 @@ fn topswops_flips(deck: &[usize]) -> u32 {
     }
     flips
 }
+
+/// Units done once and waiting for a replica run are "verifying", not "pending", on the
+/// campaigns table and the campaign page, as in `grind status`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verifying_units_have_their_own_cell_on_the_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    // A lone worker may re-check its own results only after the self-check delay (60 s by
+    // default): until then every unit of a fully replicated campaign waits, verifying.
+    let coordinator = start_coordinator(dir.path(), 30_000, &[]);
+    let base = coordinator.url.clone();
+    let mut admin = admin(&base).await;
+    let campaign = create(
+        &mut admin,
+        "primes",
+        json!({"from": 0, "to": 30_000, "unit": 10_000}),
+        1.0,
+    )
+    .await;
+    let _alone = start_worker(&base, "alone", 1);
+    let flag = format!("--coordinator={base}");
+    let units = wait_for("every unit verifying", Duration::from_secs(60), || {
+        let status = grind_json(&["status", &flag, "--json"]);
+        let units = status["campaigns"][0]["units"].clone();
+        async move { (units["verifying"] == 3).then_some(units) }
+    })
+    .await;
+    assert_eq!(units["pending"], 0, "{units}");
+    let cell = |html: &str, key: &str| -> String {
+        let at = html
+            .find(&format!("data-k=\"{key}\""))
+            .unwrap_or_else(|| panic!("no {key} cell"));
+        let rest = &html[at..];
+        let start = rest.find('>').unwrap() + 1;
+        rest[start..start + rest[start..].find('<').unwrap()].to_string()
+    };
+    let table = get(&base, "/").await.body;
+    let row = &table[table
+        .find(&format!("<tr data-campaign=\"{campaign}\""))
+        .expect("the campaign's row")..];
+    assert_eq!(cell(row, "pending"), "0");
+    assert_eq!(cell(row, "verifying"), "3");
+    assert!(table.contains(">Verifying</th>"), "a Verifying column");
+    let page = get(&base, &format!("/campaigns/{campaign}")).await.body;
+    assert_eq!(cell(&page, "pending"), "0");
+    assert_eq!(cell(&page, "verifying"), "3");
+}

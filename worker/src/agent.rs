@@ -25,6 +25,13 @@ const STOP_GRACE: Duration = Duration::from_millis(3000);
 const DELIVERY_GRACE: Duration = Duration::from_millis(1500);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
 const MIN_BACKOFF: Duration = Duration::from_millis(100);
+/// How long a token refusal must last before the worker gives up for good. A running
+/// coordinator re-reads its tokens every second, so a token created a moment ago (a worker
+/// started right after `grind token create`, as Kubernetes does once the Secret exists) is
+/// refused until then; a wrong or revoked token is refused for as long as it is asked.
+const TOKEN_REFUSAL_GRACE: Duration = Duration::from_secs(3);
+/// How often a refused token is tried again during the grace.
+const TOKEN_RETRY: Duration = Duration::from_millis(500);
 /// Most units a lease slot takes when the coordinator grants tiny units in runs.
 const RUN_UNITS_PER_SLOT: u32 = 256;
 /// Most completions sent in one `CompleteBatch`.
@@ -85,6 +92,9 @@ struct Agent {
     paused: bool,
     /// Set when the coordinator refuses this worker for good (bad token, banned).
     locked_out: Option<String>,
+    /// When the coordinator began refusing this worker's token, unless it has accepted a
+    /// call since ([`TOKEN_REFUSAL_GRACE`]).
+    token_refused_since: Option<Instant>,
     /// What sizes the lease queue: measured unit and round-trip times.
     pace: Pace,
     /// False once the coordinator answered that it has no `CompleteBatch` (older grind).
@@ -168,6 +178,7 @@ pub async fn run(
         idle: None,
         paused: false,
         locked_out: None,
+        token_refused_since: None,
         pace: Pace::default(),
         batches: true,
         newest_lease: 0,
@@ -311,6 +322,7 @@ impl Agent {
 
     fn contact_ok(&mut self) {
         self.backoff = MIN_BACKOFF;
+        self.token_refused_since = None;
     }
 
     fn reachable(&self) -> bool {
@@ -318,13 +330,24 @@ impl Agent {
     }
 
     /// Notes a refusal that no retry can cure (a missing, wrong or revoked token, a banned
-    /// identity): the worker then stops.
-    fn note_refusal(&mut self, status: &tonic::Status) {
-        let for_good = status.code() == Code::Unauthenticated
-            || (status.code() == Code::PermissionDenied && status.message().contains("banned"));
-        if for_good {
+    /// identity): the worker then stops; a token refused for less than
+    /// [`TOKEN_REFUSAL_GRACE`] is asked again first (it may be new). True while in the grace.
+    fn note_refusal(&mut self, status: &tonic::Status) -> bool {
+        if status.code() == Code::PermissionDenied && status.message().contains("banned") {
+            self.locked_out = Some(status.message().to_string());
+        } else if status.code() == Code::Unauthenticated {
+            let since = *self.token_refused_since.get_or_insert_with(Instant::now);
+            if since.elapsed() < TOKEN_REFUSAL_GRACE {
+                tracing::warn!(
+                    "token refused ({}); asking again in {TOKEN_RETRY:?}, in case the token \
+                     is new (a coordinator reads new tokens within a second)",
+                    status.message()
+                );
+                return true;
+            }
             self.locked_out = Some(status.message().to_string());
         }
+        false
     }
 
     /// Handles an answer meaning "this coordinator does not know us" by registering again.
@@ -371,8 +394,12 @@ impl Agent {
             Err(status) if is_transient(&status) => self.contact_failed("register", &status),
             Err(status) => {
                 tracing::error!("registration refused: {}", status.message());
-                self.note_refusal(&status);
-                self.next_contact = Instant::now() + MAX_BACKOFF;
+                let retry = if self.note_refusal(&status) {
+                    TOKEN_RETRY
+                } else {
+                    MAX_BACKOFF
+                };
+                self.next_contact = Instant::now() + retry;
             }
         }
     }

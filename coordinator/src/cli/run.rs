@@ -429,7 +429,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), CliError> {
     let store = Store::open(&args.db)
         .with_context(|| format!("cannot open the database {}", args.db.display()))?;
     let auth = if args.require_auth || !loopback {
-        let auth = Authenticator::default();
+        let auth = Authenticator::reading(args.db.clone());
         Some(std::sync::Arc::new(auth))
     } else {
         None

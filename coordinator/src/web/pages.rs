@@ -143,7 +143,9 @@ pub fn campaigns(rows: &[CampaignRow]) -> Markup {
                     thead { tr {
                         th { "#" } th { "Problem" } th.params { "Parameters" } th { "State" }
                         th.num { "Best" } th { "Proven" } th { "Progress" }
-                        th.num { "Pending" } th.num { "Leased" } th.num { "Done" } th.num { "Failed" }
+                        th.num { "Pending" }
+                        th.num title="done once, waiting for a replica run on another worker" { "Verifying" }
+                        th.num { "Leased" } th.num { "Done" } th.num { "Failed" }
                         th.num title="workers holding a lease of this campaign now" { "Workers" }
                         th.num { "Units/s" } th { "ETA" }
                     } }
@@ -174,7 +176,8 @@ fn campaign_row(row: &CampaignRow) -> Markup {
             td.num data-k="value" { (value_text(row)) }
             td { (proven(s.proven)) }
             td { (progress_bar(&row.estimate)) }
-            td.num data-k="pending" { (u.pending + u.verifying) }
+            td.num data-k="pending" { (u.pending) }
+            td.num data-k="verifying" { (u.verifying) }
             td.num data-k="leased" { (u.leased) }
             td.num data-k="done" { (u.done) }
             td.num data-k="failed" { (u.failed) }
@@ -205,16 +208,17 @@ pub fn campaign(d: &CampaignDetail) -> Markup {
             (card("units done", html! {
                 span data-k="done" { (u.done) } " / " (total) @if !u.split_complete { "+" }
             }))
-            (card("pending · leased · failed", html! {
-                span data-k="pending" { (u.pending + u.verifying) } " · "
+            (card("pending · verifying · leased · failed", html! {
+                span data-k="pending" { (u.pending) } " · "
+                span data-k="verifying" { (u.verifying) } " · "
                 span data-k="leased" { (u.leased) } " · "
                 span data-k="failed" { (u.failed) }
             }))
             @if u.verifying > 0 {
                 (card("verifying", html! {
-                    span data-k="verifying" { (u.verifying) }
+                    (u.verifying)
                     div.small {
-                        "of the pending units wait for a replica run on another worker"
+                        "unit(s) done once wait for a replica run on another worker"
                         @if u.verifying_since_ms > 0 {
                             " (since " (fmt_time(u.verifying_since_ms)) " UTC)"
                         }
