@@ -102,6 +102,9 @@ struct Agent {
     /// The highest lease id received (heartbeats report it, so that the coordinator can take
     /// back leases granted in a reply that never arrived).
     newest_lease: i64,
+    /// Events from the running units. Handled while calls are in flight too, so that a
+    /// finished unit's thread starts its queued unit without waiting for a round trip.
+    events: Option<mpsc::UnboundedReceiver<UnitEvent>>,
 }
 
 /// Moving averages of how long units take and how long a round trip to the coordinator
@@ -155,7 +158,7 @@ pub async fn run(
             .build()
             .map_err(|e| WorkerError::Setup(format!("cannot start the CPU pool: {e}")))?,
     );
-    let (events_tx, mut events_rx) = mpsc::unbounded_channel();
+    let (events_tx, events_rx) = mpsc::unbounded_channel();
     let now = Instant::now();
     let mut agent = Agent {
         config,
@@ -182,6 +185,7 @@ pub async fn run(
         pace: Pace::default(),
         batches: true,
         newest_lease: 0,
+        events: Some(events_rx),
     };
     if agent.config.idle_only {
         agent.idle = Some((IdleMonitor::default(), now));
@@ -215,17 +219,14 @@ pub async fn run(
                 tracing::info!("the --max-hours budget is spent; stopping");
                 break;
             }
-            Some(event) = events_rx.recv() => {
+            Some(event) = next_event(&mut agent.events) => {
                 agent.on_event(event);
-                // Take every event already waiting, so their results travel in one batch.
-                while let Ok(event) = events_rx.try_recv() {
-                    agent.on_event(event);
-                }
+                agent.take_waiting_events();
             }
             _ = tokio::time::sleep_until(wake.into()) => {}
         }
     }
-    agent.shut_down(&mut events_rx).await;
+    agent.shut_down().await;
     match agent.locked_out {
         Some(reason) => Err(WorkerError::Refused(reason)),
         None => Ok(agent.summary),
@@ -373,7 +374,11 @@ impl Agent {
             git_commit: grind_shared::GIT_COMMIT.to_string(),
             previous_worker_id: self.summary.worker_id,
         };
-        match self.client.register(request).await {
+        let client = self.client.clone();
+        match self
+            .waiting(async move { client.register(request).await })
+            .await
+        {
             Ok(reply) => {
                 self.contact_ok();
                 self.worker_id = reply.worker_id;
@@ -418,7 +423,11 @@ impl Agent {
             let outcome = match &item {
                 Outgoing::Complete(req) => {
                     let lease_id = req.lease_id;
-                    match self.client.complete(req.clone()).await {
+                    let (client, req) = (self.client.clone(), req.clone());
+                    match self
+                        .waiting(async move { client.complete(req).await })
+                        .await
+                    {
                         Ok(reply) => {
                             self.note_completion(lease_id, &reply);
                             Ok(())
@@ -426,25 +435,44 @@ impl Agent {
                         Err(status) => Err(status),
                     }
                 }
-                Outgoing::Improvement(req) => self.client.improve(req.clone()).await.map(|reply| {
-                    tracing::info!(
-                        "improvement {} for campaign {}: {}",
-                        reply.verified_score,
-                        req.campaign_id,
-                        if reply.accepted {
-                            "accepted"
-                        } else {
-                            "not better"
+                Outgoing::Improvement(req) => {
+                    let (client, call) = (self.client.clone(), req.clone());
+                    let reply = self
+                        .waiting(async move { client.improve(call).await })
+                        .await;
+                    reply.map(|reply| {
+                        tracing::info!(
+                            "improvement {} for campaign {}: {}",
+                            reply.verified_score,
+                            req.campaign_id,
+                            if reply.accepted {
+                                "accepted"
+                            } else {
+                                "not better"
+                            }
+                        );
+                        if let Some(best) = reply.campaign_best {
+                            self.bounds.offer(req.campaign_id, best);
                         }
-                    );
-                    if let Some(best) = reply.campaign_best {
-                        self.bounds.offer(req.campaign_id, best);
-                    }
-                }),
-                Outgoing::Release(req) => self.client.release(req.clone()).await.map(|_| ()),
-                Outgoing::Donate(req) => self.client.donate(req.clone()).await.map(|reply| {
-                    tracing::info!("lease {}: {} unit(s) donated", req.lease_id, reply.accepted);
-                }),
+                    })
+                }
+                Outgoing::Release(req) => {
+                    let (client, req) = (self.client.clone(), req.clone());
+                    self.waiting(async move { client.release(req).await })
+                        .await
+                        .map(|_| ())
+                }
+                Outgoing::Donate(req) => {
+                    let (client, call) = (self.client.clone(), req.clone());
+                    let reply = self.waiting(async move { client.donate(call).await }).await;
+                    reply.map(|reply| {
+                        tracing::info!(
+                            "lease {}: {} unit(s) donated",
+                            req.lease_id,
+                            reply.accepted
+                        );
+                    })
+                }
             };
             match outcome {
                 Ok(()) => self.contact_ok(),
@@ -489,7 +517,11 @@ impl Agent {
             lease_max_units: lease_capacity.saturating_mul(RUN_UNITS_PER_SLOT),
         };
         let sent = Instant::now();
-        match self.client.complete_batch(request).await {
+        let client = self.client.clone();
+        match self
+            .waiting(async move { client.complete_batch(request).await })
+            .await
+        {
             Ok(reply) => {
                 self.pace.round_trip_took(sent.elapsed());
                 self.contact_ok();
@@ -623,7 +655,11 @@ impl Agent {
             delivering,
             newest_lease_id: self.newest_lease,
         };
-        match self.client.heartbeat(request).await {
+        let client = self.client.clone();
+        match self
+            .waiting(async move { client.heartbeat(request).await })
+            .await
+        {
             Ok(reply) => {
                 self.contact_ok();
                 for status in reply.leases {
@@ -668,7 +704,11 @@ impl Agent {
             max_units: (free as u32).saturating_mul(RUN_UNITS_PER_SLOT),
         };
         let sent = Instant::now();
-        match self.client.lease(request).await {
+        let client = self.client.clone();
+        match self
+            .waiting(async move { client.lease(request).await })
+            .await
+        {
             Ok(reply) => {
                 self.pace.round_trip_took(sent.elapsed());
                 self.contact_ok();
@@ -788,6 +828,32 @@ impl Agent {
                 cancelled: false,
             },
         );
+    }
+
+    /// Awaits `call` (an RPC made with a clone of the client) while still handling the
+    /// units' events, so that a unit finishing during a round trip frees its thread for the
+    /// next queued unit at once, not when the reply arrives.
+    async fn waiting<T>(&mut self, call: impl Future<Output = T>) -> T {
+        let Some(mut events) = self.events.take() else {
+            return call.await;
+        };
+        tokio::pin!(call);
+        let out = loop {
+            tokio::select! {
+                biased;
+                out = &mut call => break out,
+                Some(event) = events.recv() => self.on_event(event),
+            }
+        };
+        self.events = Some(events);
+        out
+    }
+
+    /// Handles every event already waiting, so that their results travel in one batch.
+    fn take_waiting_events(&mut self) {
+        while let Some(Ok(event)) = self.events.as_mut().map(|rx| rx.try_recv()) {
+            self.on_event(event);
+        }
     }
 
     fn on_event(&mut self, event: UnitEvent) {
@@ -911,7 +977,7 @@ impl Agent {
             }));
     }
 
-    async fn shut_down(&mut self, events_rx: &mut mpsc::UnboundedReceiver<UnitEvent>) {
+    async fn shut_down(&mut self) {
         tracing::info!(
             "shutting down: checkpointing {} running unit(s)",
             self.running.len()
@@ -922,7 +988,7 @@ impl Agent {
         self.release_queued();
         let stop_by = Instant::now() + STOP_GRACE;
         while !self.running.is_empty() {
-            match tokio::time::timeout_at(stop_by.into(), events_rx.recv()).await {
+            match tokio::time::timeout_at(stop_by.into(), next_event(&mut self.events)).await {
                 Ok(Some(event)) => self.on_event(event),
                 _ => break,
             }
@@ -942,9 +1008,7 @@ impl Agent {
                 }
             }
         }
-        while let Ok(event) = events_rx.try_recv() {
-            self.on_event(event);
-        }
+        self.take_waiting_events();
         if self.worker_id != 0 {
             self.next_contact = Instant::now();
             let _ = tokio::time::timeout(DELIVERY_GRACE, self.deliver()).await;
@@ -959,6 +1023,14 @@ impl Agent {
         if let Some(watch) = self.bound_watch.take() {
             watch.abort();
         }
+    }
+}
+
+/// The next unit event, or never when the receiver is lent out or closed.
+async fn next_event(events: &mut Option<mpsc::UnboundedReceiver<UnitEvent>>) -> Option<UnitEvent> {
+    match events {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
     }
 }
 
