@@ -477,15 +477,21 @@ impl Coordinator {
             )));
         }
         let worker_id = req.worker_id;
+        // Every lease of the batch and its problem in one read (one hop to the store).
+        let lease_ids: Vec<i64> = req.completions.iter().map(|c| c.lease_id).collect();
+        let found = self.leases_and_problems(worker_id, lease_ids).await?;
         let mut prepared = Vec::with_capacity(req.completions.len());
-        for completion in req.completions {
+        for (completion, found) in req.completions.into_iter().zip(found) {
             prepared.push(if completion.worker_id != worker_id {
                 Err(Error::InvalidArgument(format!(
                     "a completion for worker {} inside worker {worker_id}'s batch",
                     completion.worker_id
                 )))
             } else {
-                self.prepare_completion(completion).await
+                match found {
+                    Ok(problem) => self.check_completion(completion, problem).await,
+                    Err(err) => Err(err),
+                }
             });
         }
         let may_move_bound = prepared
@@ -533,10 +539,19 @@ impl Coordinator {
     /// Reads a completion's lease and re-checks its result (CPU-heavy checks on blocking
     /// threads), ready for the store write.
     async fn prepare_completion(&self, req: pb::CompleteRequest) -> Result<Settlement, Error> {
+        let (_, problem) = self.lease_and_problem(req.worker_id, req.lease_id).await?;
+        self.check_completion(req, problem).await
+    }
+
+    /// Re-checks a completion's result against its campaign's problem.
+    async fn check_completion(
+        &self,
+        req: pb::CompleteRequest,
+        problem: Arc<dyn Problem>,
+    ) -> Result<Settlement, Error> {
         let result = req
             .result
             .ok_or_else(|| Error::InvalidArgument("a completion needs a result".into()))?;
-        let (_, problem) = self.lease_and_problem(req.worker_id, req.lease_id).await?;
         let verified = verify_result(problem, &result, &req.unit_payload).await?;
         // Only a result carrying a solution can move a bound: skip the re-read otherwise
         // (this is the hot path of count campaigns).
@@ -585,6 +600,28 @@ impl Coordinator {
                 let lease = scheduler::owned_lease(conn, worker_id, lease_id)?;
                 let problem = this.inner.problems.get(conn, lease.campaign_id)?;
                 Ok((lease, problem))
+            })
+            .await
+    }
+
+    /// The problems of several of a worker's leases (each checked to be the worker's), in
+    /// one read; a lease that fails the check gets its own error.
+    async fn leases_and_problems(
+        &self,
+        worker_id: i64,
+        lease_ids: Vec<i64>,
+    ) -> Result<Vec<Result<Arc<dyn Problem>, Error>>, Error> {
+        let this = self.clone();
+        self.inner
+            .store
+            .read(move |conn| {
+                Ok(lease_ids
+                    .into_iter()
+                    .map(|lease_id| {
+                        let lease = scheduler::owned_lease(conn, worker_id, lease_id)?;
+                        this.inner.problems.get(conn, lease.campaign_id)
+                    })
+                    .collect())
             })
             .await
     }
