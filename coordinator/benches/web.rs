@@ -66,6 +66,7 @@ async fn populate(coordinator: &Coordinator) -> (i64, i64) {
                 worker_id: w,
                 capacity: per_worker,
                 max_units: 0,
+                wait_ms: 0,
             })
             .await
             .expect("lease");

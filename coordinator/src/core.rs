@@ -6,6 +6,7 @@ use grind_proto::v1 as pb;
 use grind_shared::count::parse_count;
 use grind_shared::problem::{Objective, Problem};
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::watch;
 
 use crate::auth::{Authenticator, Caller, Role};
@@ -37,6 +38,8 @@ struct Inner {
     config: Config,
     problems: Problems,
     changes: watch::Sender<u64>,
+    /// Bumped when work appears that idle workers may be waiting for (see `lease`).
+    new_work: watch::Sender<u64>,
     bounds: watch::Sender<Vec<pb::CampaignBound>>,
     /// Workers whose last lease request came back short, and when (ms).
     hungry: std::sync::Mutex<std::collections::HashMap<i64, i64>>,
@@ -56,6 +59,7 @@ impl Coordinator {
             config.registrations_per_second,
         );
         let (changes, _) = watch::channel(0);
+        let (new_work, _) = watch::channel(0);
         let (bounds, _) = watch::channel(Vec::new());
         Coordinator {
             inner: Arc::new(Inner {
@@ -64,6 +68,7 @@ impl Coordinator {
                 config,
                 problems: Problems::default(),
                 changes,
+                new_work,
                 bounds,
                 hungry: Default::default(),
                 admitted: Default::default(),
@@ -199,6 +204,7 @@ impl Coordinator {
         let expired = self.write(scheduler::expire_leases).await?;
         if expired > 0 {
             self.changed();
+            self.work_appeared();
         }
         Ok(expired)
     }
@@ -236,13 +242,37 @@ impl Coordinator {
         })
     }
 
-    /// Grants leases.
+    /// Grants leases. When there is nothing to grant and the worker allows it
+    /// (`wait_ms`), holds the call until new work appears or the wait is over, so that an
+    /// idle worker starts on a new campaign at once instead of at its next poll.
     pub async fn lease(&self, req: pb::LeaseRequest) -> Result<pb::LeaseReply, Error> {
         let (worker_id, capacity, max_units) = (req.worker_id, req.capacity, req.max_units);
-        let leases = self
-            .write(move |ctx| scheduler::grant_leases(ctx, worker_id, capacity, max_units))
-            .await?;
-        Ok(self.lease_reply(worker_id, capacity, leases))
+        let wait = Duration::from_millis(u64::from(req.wait_ms.min(MAX_LEASE_WAIT_MS)));
+        let deadline = tokio::time::Instant::now() + wait;
+        let mut new_work = self.inner.new_work.subscribe();
+        loop {
+            let leases = self
+                .write(move |ctx| scheduler::grant_leases(ctx, worker_id, capacity, max_units))
+                .await?;
+            let waited_out = tokio::time::Instant::now() >= deadline;
+            if !leases.is_empty() || capacity == 0 || waited_out {
+                let mut reply = self.lease_reply(worker_id, capacity, leases);
+                if waited_out && !wait.is_zero() {
+                    // It has already waited: it may ask again at once.
+                    reply.retry_after_ms = 0;
+                }
+                return Ok(reply);
+            }
+            // Ignore an error: the sender lives as long as this coordinator.
+            let _ = tokio::time::timeout_at(deadline, new_work.changed()).await;
+        }
+    }
+
+    /// Wakes lease calls waiting for work.
+    fn work_appeared(&self) {
+        self.inner
+            .new_work
+            .send_modify(|generation| *generation += 1);
     }
 
     /// The reply to a request for `capacity` leases that got `leases`; notes a short answer
@@ -415,6 +445,10 @@ impl Coordinator {
         let accepted = self
             .write(move |ctx| scheduler::donate(ctx, req.worker_id, &req, &checked))
             .await?;
+        if accepted > 0 {
+            // Idle workers waiting in a lease call take the donated units at once.
+            self.work_appeared();
+        }
         Ok(pb::DonateReply { accepted })
     }
 
@@ -583,6 +617,7 @@ impl Coordinator {
         })
         .await?;
         self.changed();
+        self.work_appeared();
         Ok(pb::ReleaseReply {})
     }
 
@@ -737,6 +772,7 @@ impl Coordinator {
             })
             .await?;
         self.changed();
+        self.work_appeared();
         self.refresh_bounds().await;
         Ok(ids)
     }
@@ -763,6 +799,7 @@ impl Coordinator {
         self.write(move |ctx| scheduler::change_state(ctx, campaign_id, action))
             .await?;
         self.changed();
+        self.work_appeared();
         self.refresh_bounds().await;
         self.campaign(campaign_id).await
     }
@@ -899,6 +936,9 @@ async fn verify_solution(problem: Arc<dyn Problem>, solution_json: &str) -> Resu
 /// async runtime. A result that does not check out is an error and changes nothing.
 /// Most completions one `CompleteBatch` may carry.
 pub const MAX_BATCH_COMPLETIONS: usize = 4096;
+
+/// Longest a lease call with nothing to grant is held open waiting for new work, ms.
+pub const MAX_LEASE_WAIT_MS: u32 = 2_000;
 
 /// A checked completion waiting for its store write.
 struct Settlement {

@@ -110,6 +110,7 @@ impl Rig {
                 worker_id: worker,
                 capacity,
                 max_units: 0,
+                wait_ms: 0,
             })
             .await
             .unwrap()
@@ -553,6 +554,7 @@ async fn tiny_units_are_granted_in_runs_that_fill_the_target_lease() {
             worker_id: worker,
             capacity: 2,
             max_units: 512,
+            wait_ms: 0,
         })
         .await
         .unwrap()
@@ -636,6 +638,7 @@ async fn a_campaign_with_pacing_off_keeps_one_unit_per_slot_as_split() {
                 worker_id: worker,
                 capacity: 1,
                 max_units: 512,
+                wait_ms: 0,
             })
             .await
             .unwrap()
@@ -653,6 +656,37 @@ async fn a_campaign_with_pacing_off_keeps_one_unit_per_slot_as_split() {
             .await
             .unwrap();
     }
+}
+
+#[tokio::test]
+async fn an_idle_workers_lease_call_waits_for_new_work() {
+    let rig = rig(3);
+    let worker = rig.worker("w").await;
+    let ask = move |wait_ms| pb::LeaseRequest {
+        worker_id: worker,
+        capacity: 1,
+        max_units: 0,
+        wait_ms,
+    };
+    // Nothing to do and no waiting allowed: an empty answer at once, with a poll interval.
+    let empty = rig.coordinator.lease(ask(0)).await.unwrap();
+    assert!(empty.leases.is_empty());
+    assert!(empty.retry_after_ms > 0);
+    // Waited out: empty, and it may ask again at once.
+    let started = std::time::Instant::now();
+    let waited = rig.coordinator.lease(ask(300)).await.unwrap();
+    assert!(waited.leases.is_empty());
+    assert!(started.elapsed() >= std::time::Duration::from_millis(300));
+    assert_eq!(waited.retry_after_ms, 0);
+    // A campaign created while the call waits is granted in that call.
+    let coordinator = rig.coordinator.clone();
+    let call = tokio::spawn(async move { coordinator.lease(ask(60_000)).await.unwrap() });
+    rig.one_unit_campaign().await;
+    let reply = tokio::time::timeout(std::time::Duration::from_secs(10), call)
+        .await
+        .expect("the waiting call answered")
+        .unwrap();
+    assert_eq!(reply.leases.len(), 1);
 }
 
 #[tokio::test]

@@ -34,6 +34,9 @@ const TOKEN_REFUSAL_GRACE: Duration = Duration::from_secs(3);
 const TOKEN_RETRY: Duration = Duration::from_millis(500);
 /// Most units a lease slot takes when the coordinator grants tiny units in runs.
 const RUN_UNITS_PER_SLOT: u32 = 256;
+/// How long an idle worker lets the coordinator hold a lease call open until work appears
+/// (the coordinator caps it too).
+const IDLE_LEASE_WAIT_MS: u32 = 2_000;
 /// Most completions sent in one `CompleteBatch`.
 const MAX_BATCH: usize = 1024;
 /// Most leases queued per thread ahead of free threads (tiny units, long round trips).
@@ -698,10 +701,14 @@ impl Agent {
         if free == 0 || Instant::now() < self.next_lease || !self.reachable() {
             return;
         }
+        // A worker with nothing to do lets the coordinator hold the call until work appears.
+        let idle = self.running.is_empty() && self.queued.is_empty() && self.outbox.is_empty();
+        let wait_ms = if idle { IDLE_LEASE_WAIT_MS } else { 0 };
         let request = pb::LeaseRequest {
             worker_id: self.worker_id,
             capacity: free as u32,
             max_units: (free as u32).saturating_mul(RUN_UNITS_PER_SLOT),
+            wait_ms,
         };
         let sent = Instant::now();
         let client = self.client.clone();
@@ -710,7 +717,10 @@ impl Agent {
             .await
         {
             Ok(reply) => {
-                self.pace.round_trip_took(sent.elapsed());
+                if wait_ms == 0 {
+                    // A held call's time is waiting, not the round trip.
+                    self.pace.round_trip_took(sent.elapsed());
+                }
                 self.contact_ok();
                 self.take_grants(reply);
             }

@@ -284,6 +284,7 @@ async fn work(
                 worker_id,
                 capacity: 1,
                 max_units: 0,
+                wait_ms: 0,
             })
             .await;
         let lease_time = asked.elapsed();

@@ -202,6 +202,7 @@ pub async fn run_worker(
                 worker_id,
                 capacity: shared.capacity,
                 max_units: 0,
+                wait_ms: 0,
             })
             .await;
         if measured {

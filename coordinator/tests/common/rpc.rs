@@ -79,6 +79,7 @@ async fn lease<T: Transport>(
             worker_id: worker,
             capacity,
             max_units: 0,
+            wait_ms: 0,
         })
         .await?;
     Ok(reply.into_inner().leases)
