@@ -184,6 +184,22 @@ ALTER TABLE results ADD COLUMN self_checked INTEGER NOT NULL DEFAULT 0;
 -- The lease duration a campaign's grants aim at (0: the coordinator's default).
 ALTER TABLE campaigns ADD COLUMN target_lease_ms INTEGER NOT NULL DEFAULT 0;
 "#,
+    r#"
+-- v9: proof chains. The results a campaign's proof takes as given (values its parameters
+-- state), and the finished, proven campaign that backs each (or contradicts it).
+CREATE TABLE premises (
+    campaign_id INTEGER NOT NULL REFERENCES campaigns(id),
+    position INTEGER NOT NULL,
+    label TEXT NOT NULL,
+    problem TEXT NOT NULL,
+    params_json TEXT NOT NULL,
+    value INTEGER NOT NULL,
+    backed_by INTEGER REFERENCES campaigns(id),
+    contradicted_by INTEGER REFERENCES campaigns(id),
+    PRIMARY KEY (campaign_id, position)
+);
+CREATE INDEX premises_open ON premises (problem) WHERE backed_by IS NULL;
+"#,
 ];
 
 /// The schema version this binary writes.

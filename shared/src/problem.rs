@@ -272,6 +272,16 @@ pub trait Problem: Send + Sync + 'static {
         ))
     }
 
+    /// The results this instance's proof takes as given because its parameters state them
+    /// (for example Topswops `--known` f(m), used as pruning bounds). The coordinator asks
+    /// once, when it creates the campaign from the parameters as given, stores the answer
+    /// and backs each premise with a proven campaign of the same database; while one is not
+    /// backed, a finished campaign is a conditional proof. Values the problem computed itself
+    /// are not premises. The default: none.
+    fn premises(&self) -> Vec<crate::premise::Premise> {
+        Vec::new()
+    }
+
     /// The best solution restated once an exhaustive campaign has finished and so proven it
     /// optimal (for example with a stated lower bound raised to its score). `None` (the
     /// default) keeps it as it is.

@@ -35,6 +35,7 @@ pub fn campaign(c: &pb::CampaignStatus) -> Value {
         "value": (!c.value.is_empty()).then(|| c.value.clone()),
         "proven": c.proven,
         "outcome": c.outcome,
+        "rests_on": crate::views::premises_json(&c.premises),
         "solution": (!c.solution_json.is_empty()).then(|| parse_json(&c.solution_json)),
         "units": {
             "pending": units.pending,
@@ -103,6 +104,7 @@ pub fn run_summary(c: &pb::CampaignStatus, wall_seconds: f64) -> Value {
         "value": (!c.value.is_empty()).then(|| c.value.clone()),
         "proven": c.proven,
         "outcome": c.outcome,
+        "rests_on": crate::views::premises_json(&c.premises),
         "solution": (!c.solution_json.is_empty()).then(|| parse_json(&c.solution_json)),
         "campaign": c.campaign_id,
         "state": c.state,
@@ -131,6 +133,9 @@ pub fn run_human(c: &pb::CampaignStatus, wall_seconds: f64) -> String {
     );
     if !c.solution_json.is_empty() {
         out += &format!("solution: {}\n", c.solution_json);
+    }
+    if !c.premises.is_empty() {
+        out += &format!("rests on: {}\n", crate::views::premises_words(&c.premises));
     }
     out += &format!(
         "campaign {} {}: {} unit(s) done, {} failed, {:.3} s wall, {:.3} s CPU\n",
@@ -211,13 +216,16 @@ pub fn campaign_text(c: &pb::CampaignStatus) -> String {
     out += &format!("state:    {}\n", c.state);
     let value = if c.value.is_empty() { "-" } else { &c.value };
     out += &format!(
-        "best:     {} = {}{}\n",
+        "best:     {} = {} ({})\n",
         c.objective,
         value,
-        if c.proven { " (proven)" } else { "" }
+        crate::views::outcome_words(&c.outcome)
     );
     if !c.solution_json.is_empty() {
         out += &format!("solution: {}\n", c.solution_json);
+    }
+    if !c.premises.is_empty() {
+        out += &format!("rests on: {}\n", crate::views::premises_words(&c.premises));
     }
     out += &format!("units:    {}\n", unit_counts(&units));
     out += &format!(

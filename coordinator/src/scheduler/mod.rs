@@ -13,6 +13,7 @@
 //! | [`settle`] | (none) | what a unit's runs mean: done, replica wanted, agreement, dispute |
 //! | [`donations`] | (none) | a worker splitting its leased unit |
 //! | [`incumbents`] | (none) | offering a verified solution, the running bounds |
+//! | [`premises`] | `premises` | proof chains: the values a proof takes as given and the campaigns that back them |
 //! | [`workers`] | `workers` | register, touch, standing, bans, checkpoint trust |
 //! | [`events`] | `events` | the append-only provenance log |
 //!
@@ -30,6 +31,7 @@ pub mod donations;
 pub mod events;
 pub mod incumbents;
 pub mod leases;
+pub mod premises;
 pub mod results;
 pub mod settle;
 pub mod units;
