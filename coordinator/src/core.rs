@@ -551,6 +551,7 @@ impl Coordinator {
                 cpu_seconds: sane_seconds(result.cpu_seconds),
                 wall_seconds: sane_seconds(result.wall_seconds),
                 solver_version: result.solver_version,
+                claim: result.claims.then_some(result.claim_bound),
             },
             may_move_bound,
         })

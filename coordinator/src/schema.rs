@@ -199,6 +199,10 @@ CREATE TABLE premises (
     PRIMARY KEY (campaign_id, position)
 );
 CREATE INDEX premises_open ON premises (problem) WHERE backed_by IS NULL;
+-- A search run's claim: "nothing better than claim_bound in this unit" (claims = 0: the
+-- worker made none; claim_bound NULL: nothing at all beyond its value).
+ALTER TABLE results ADD COLUMN claims INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE results ADD COLUMN claim_bound INTEGER;
 "#,
 ];
 

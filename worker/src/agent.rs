@@ -3,7 +3,7 @@
 //! and on shutdown checkpoints and hands its leases back.
 
 use grind_proto::v1 as pb;
-use grind_shared::problem::{Problem, ProblemError, UnitOutcome};
+use grind_shared::problem::{Problem, ProblemError, SolveContext, UnitOutcome};
 use grind_shared::registry;
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
@@ -841,6 +841,9 @@ impl Agent {
             }
             Ok(UnitOutcome::Count(count)) => result.count = count.to_string(),
             Ok(UnitOutcome::Searched { best, hits }) => {
+                // The claim: nothing in the unit beats the bound it was pruning against.
+                result.claims = true;
+                result.claim_bound = SolveContext::bound(&*unit.ctx);
                 if let Some(best) = best {
                     result.best_solution_json = best.solution.to_string();
                     result.best_score = best.score;
@@ -851,6 +854,8 @@ impl Agent {
                 result.samples = samples.iter().map(|s| s.to_string()).collect();
             }
             Ok(UnitOutcome::Expanded { best, children }) => {
+                result.claims = true;
+                result.claim_bound = SolveContext::bound(&*unit.ctx);
                 if let Some(best) = best {
                     result.best_solution_json = best.solution.to_string();
                     result.best_score = best.score;

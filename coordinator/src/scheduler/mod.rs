@@ -90,7 +90,7 @@ pub struct ChildUnit {
     pub priority: i64,
 }
 
-/// Resource use reported with a result.
+/// Resource use and the search claim reported with a result.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Usage {
     /// Work items (search nodes) done.
@@ -101,6 +101,9 @@ pub struct Usage {
     pub wall_seconds: f64,
     /// The solver version the worker reports it ran (0: not reported).
     pub solver_version: u32,
+    /// A search run's claim: `Some(bound)` = "the unit holds nothing better than `bound`"
+    /// (`Some(None)`: nothing at all beyond what the run reports); `None`: no claim made.
+    pub claim: Option<Option<i64>>,
 }
 
 /// Where an offered incumbent comes from, recorded in its `improvement` event.

@@ -347,6 +347,18 @@ pub(crate) fn mark_done(ctx: &Ctx, unit_id: i64, value: &str) -> Result<(), Erro
     Ok(())
 }
 
+/// Puts a finished unit back to pending, to run from its beginning: its accepted result
+/// came from a worker caught lying elsewhere in the campaign.
+pub(crate) fn run_again(ctx: &Ctx, unit_id: i64) -> Result<(), Error> {
+    ctx.conn
+        .prepare_cached(
+            "UPDATE units SET state = 'pending', value = NULL, done_ms = NULL, lease_id = NULL,
+                 replica_needed = 0, cursor = NULL, attempts = 0 WHERE id = ?1",
+        )?
+        .execute(params![unit_id])?;
+    Ok(())
+}
+
 /// Gives a campaign's failed units a fresh set of attempts.
 pub(crate) fn retry_failed(ctx: &Ctx, campaign_id: i64) -> Result<(), Error> {
     ctx.conn
