@@ -203,6 +203,9 @@ CREATE INDEX premises_open ON premises (problem) WHERE backed_by IS NULL;
 -- worker made none; claim_bound NULL: nothing at all beyond its value).
 ALTER TABLE results ADD COLUMN claims INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE results ADD COLUMN claim_bound INTEGER;
+-- The coordinator's own bound on every solution of a unit (Problem::bound_of_unit, computed
+-- from the payload when the unit is created; NULL: none).
+ALTER TABLE units ADD COLUMN bound INTEGER;
 "#,
 ];
 

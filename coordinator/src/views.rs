@@ -18,7 +18,7 @@ pub const EVENT_SOLVER_VERSION: &str = "coalesce(json_extract(e.detail, '$.solve
 
 const CAMPAIGN_COLUMNS: &str = "id, name, problem, params_json, objective, state, exhaustive,
     best_score, best_solution, total, samples, created_ms, finished_ms, cpu_seconds, nodes,
-    verify_rate, best_event, split_done, solver_version, family";
+    verify_rate, best_event, split_done, solver_version, family, bound";
 
 /// How far a campaign's search proves its value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -93,6 +93,13 @@ fn campaign_from_row(conn: &Connection, r: &Row) -> Result<pb::CampaignStatus, E
     };
     let proven = proof == Proof::Complete;
     let outcome = outcome(&objective, proof, !value.is_empty()).to_string();
+    let bound = match proof {
+        Proof::Complete | Proof::Conditional => best_score,
+        Proof::None if state == "running" || state == "paused" => {
+            open_bound(conn, id, &objective, &units, r.get(20)?)?
+        }
+        Proof::None => None,
+    };
     let workers: i64 = conn
         .prepare_cached(
             "SELECT count(DISTINCT worker_id) FROM leases WHERE campaign_id = ?1 AND state = 'active'",
@@ -124,6 +131,45 @@ fn campaign_from_row(conn: &Connection, r: &Row) -> Result<pb::CampaignStatus, E
         solver_version: r.get(18)?,
         family: r.get::<_, Option<String>>(19)?.unwrap_or_default(),
         premises,
+        bound,
+    })
+}
+
+/// The coordinator's bound on an open optimisation campaign's optimum: the weakest of its
+/// open units' own bounds (`units.bound`, proved by the problem from each payload when the
+/// unit was created) and the campaign's pruning bound (what finished units were searched
+/// against). `None` when any open unit has no such bound, units failed, or the splitter may
+/// still add units.
+fn open_bound(
+    conn: &Connection,
+    campaign_id: i64,
+    objective: &str,
+    units: &pb::UnitCounts,
+    pruning: Option<i64>,
+) -> Result<Option<i64>, Error> {
+    let minimise = match objective {
+        "min" => true,
+        "max" => false,
+        _ => return Ok(None),
+    };
+    if !units.split_complete || units.failed > 0 {
+        return Ok(None);
+    }
+    let (unbounded, lowest, highest): (i64, Option<i64>, Option<i64>) = conn
+        .prepare_cached(
+            "SELECT count(*) - count(bound), min(bound), max(bound) FROM units
+             WHERE campaign_id = ?1 AND state IN ('pending', 'leased')",
+        )?
+        .query_row(params![campaign_id], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })?;
+    if unbounded > 0 {
+        return Ok(None);
+    }
+    let open = if minimise { lowest } else { highest };
+    Ok(match (open, pruning) {
+        (Some(a), Some(b)) => Some(if minimise { a.min(b) } else { a.max(b) }),
+        (a, b) => a.or(b),
     })
 }
 

@@ -272,6 +272,16 @@ pub trait Problem: Send + Sync + 'static {
         ))
     }
 
+    /// A bound on every solution of the unit `payload` (for `min`: a lower bound; for
+    /// `max`: an upper bound) that the problem proves from the payload alone, without
+    /// taking any worker's word (a bound a unit's creator wrote into it is not one). The
+    /// coordinator stores it when the unit is created and shows the open campaign's bound as
+    /// the weakest over its open units. The default: none.
+    fn bound_of_unit(&self, payload: &[u8]) -> Option<i64> {
+        let _ = payload;
+        None
+    }
+
     /// The results this instance's proof takes as given because its parameters state them
     /// (for example Topswops `--known` f(m), used as pruning bounds). The coordinator asks
     /// once, when it creates the campaign from the parameters as given, stores the answer

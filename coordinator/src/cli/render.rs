@@ -36,6 +36,7 @@ pub fn campaign(c: &pb::CampaignStatus) -> Value {
         "proven": c.proven,
         "outcome": c.outcome,
         "rests_on": crate::views::premises_json(&c.premises),
+        "bound": c.bound,
         "solution": (!c.solution_json.is_empty()).then(|| parse_json(&c.solution_json)),
         "units": {
             "pending": units.pending,
@@ -204,6 +205,20 @@ fn unit_counts(units: &pb::UnitCounts) -> String {
     out
 }
 
+/// The coordinator's bound on an optimisation campaign's optimum, for people: `optimum
+/// >= 42` (min) or `optimum <= 42` (max); `None` when it has none.
+pub fn bound_words(c: &pb::CampaignStatus) -> Option<String> {
+    let bound = c.bound?;
+    let relation = match c.objective.as_str() {
+        "min" => ">=",
+        "max" => "<=",
+        _ => return None,
+    };
+    Some(format!(
+        "optimum {relation} {bound} (the coordinator's bound)"
+    ))
+}
+
 /// One campaign for people (`grind campaign show`): one `field: value` line each.
 pub fn campaign_text(c: &pb::CampaignStatus) -> String {
     let units = c.units.unwrap_or_default();
@@ -226,6 +241,9 @@ pub fn campaign_text(c: &pb::CampaignStatus) -> String {
     }
     if !c.premises.is_empty() {
         out += &format!("rests on: {}\n", crate::views::premises_words(&c.premises));
+    }
+    if let Some(words) = bound_words(c) {
+        out += &format!("bound:    {words}\n");
     }
     out += &format!("units:    {}\n", unit_counts(&units));
     out += &format!(

@@ -143,15 +143,18 @@ pub(crate) fn insert_units(
     first_seq: i64,
     units: &[UnitSpec],
 ) -> Result<usize, Error> {
+    let problem = ctx.problems.get(ctx.conn, campaign_id)?;
     let mut insert = ctx.conn.prepare_cached(
-        "INSERT INTO units (campaign_id, seq, label, payload, state) VALUES (?1, ?2, ?3, ?4, 'pending')",
+        "INSERT INTO units (campaign_id, seq, label, payload, state, bound)
+         VALUES (?1, ?2, ?3, ?4, 'pending', ?5)",
     )?;
     for (offset, unit) in units.iter().enumerate() {
         insert.execute(params![
             campaign_id,
             first_seq + offset as i64,
             unit.label,
-            unit.payload
+            unit.payload,
+            problem.bound_of_unit(&unit.payload)
         ])?;
     }
     Ok(units.len())
@@ -166,6 +169,7 @@ pub(crate) fn insert_children(
     if children.is_empty() {
         return Ok(());
     }
+    let problem = ctx.problems.get(ctx.conn, lease.campaign_id)?;
     let mut added = 0i64;
     for child in children {
         let fresh = ctx
@@ -179,14 +183,15 @@ pub(crate) fn insert_children(
         }
         ctx.conn
             .prepare_cached(
-                "INSERT INTO units (campaign_id, seq, label, payload, state, priority)
-                 SELECT ?1, next_seq, ?2, ?3, 'pending', ?4 FROM campaigns WHERE id = ?1",
+                "INSERT INTO units (campaign_id, seq, label, payload, state, priority, bound)
+                 SELECT ?1, next_seq, ?2, ?3, 'pending', ?4, ?5 FROM campaigns WHERE id = ?1",
             )?
             .execute(params![
                 lease.campaign_id,
                 child.label,
                 child.payload,
-                child.priority
+                child.priority,
+                problem.bound_of_unit(&child.payload)
             ])?;
         campaigns::advance_sequence(ctx, lease.campaign_id, 1)?;
         added += 1;

@@ -241,6 +241,9 @@ pub fn campaign(d: &CampaignDetail) -> Markup {
         div.cards {
             (card("best value", html! { span data-k="value" { (value_text(&d.row)) } }))
             (card("outcome", outcome(s)))
+            @if let Some(words) = render::bound_words(s) {
+                (card("bound", html! { span data-k="bound" { (words) } }))
+            }
             (card("progress", progress_bar(&d.row.estimate)))
             (card("ETA", eta(&d.row)))
             (card("units done", html! {
