@@ -796,3 +796,67 @@ async fn a_search_worker_caught_lying_loses_its_unreplicated_claims() {
     }
     assert!(still_accepted + rejected == lied);
 }
+
+#[tokio::test]
+async fn a_claim_weaker_than_any_shared_bound_is_not_counted() {
+    let rig = rig(3);
+    let campaign = rig
+        .coordinator
+        .create_campaigns(pb::CreateCampaignRequest {
+            problem: "topswops".into(),
+            params_json: serde_json::json!({"n": 7}).to_string(),
+            name: String::new(),
+            verify_rate: 0.0,
+            max_attempts: 0,
+            family: String::new(),
+            target_lease_ms: 0,
+        })
+        .await
+        .unwrap()[0];
+    let vague = rig.worker("vague").await;
+    let honest = rig.worker("honest").await;
+    // "Nothing better than 99 here": true, and worthless (the coordinator shared f(6) = 10).
+    let grant = rig.lease(vague, 1).await.remove(0);
+    assert_eq!(grant.bound, Some(10));
+    let claim = pb::UnitResult {
+        claims: true,
+        claim_bound: Some(99),
+        ..Default::default()
+    };
+    rig.complete(vague, &grant, Some(claim)).await.unwrap();
+    let units = rig.units(campaign).await;
+    assert_eq!(units.done, 0, "the unit was counted on a vacuous claim");
+    let status = rig.coordinator.campaign(campaign).await.unwrap();
+    let problem = grind_shared::registry::instantiate("topswops", &status.params_json).unwrap();
+    for _ in 0..1_000 {
+        let grants = rig.lease(honest, 64).await;
+        if grants.is_empty() {
+            break;
+        }
+        for grant in &grants {
+            let result = honest_search(problem.as_ref(), grant);
+            rig.complete(honest, grant, Some(result)).await.unwrap();
+        }
+    }
+    let done = rig.coordinator.campaign(campaign).await.unwrap();
+    // OEIS A000375: f(7) = 16.
+    assert_eq!((done.value.as_str(), done.proven), ("16", true));
+    let reply = rig
+        .coordinator
+        .status(pb::StatusRequest {
+            campaign_id: campaign,
+            with_results: true,
+        })
+        .await
+        .unwrap();
+    let vague_result = reply
+        .results
+        .iter()
+        .find(|r| r.provenance.as_ref().unwrap().worker_id == vague)
+        .unwrap();
+    assert_eq!(vague_result.state, "rejected");
+    assert!(reply
+        .results
+        .iter()
+        .any(|r| r.unit_id == vague_result.unit_id && r.state == "accepted"));
+}

@@ -746,11 +746,13 @@ impl Agent {
                 cpu::thread_seconds() - thread0
             };
             accounting.active.fetch_sub(1, Ordering::AcqRel);
+            let claim_bound = SolveContext::bound(unit_ctx.as_ref());
             unit_ctx.send(UnitEvent::Finished(Finished {
                 lease_id,
                 outcome,
                 cpu_seconds,
                 wall_seconds: wall0.elapsed().as_secs_f64(),
+                claim_bound,
             }));
         });
         self.running.insert(
@@ -843,7 +845,7 @@ impl Agent {
             Ok(UnitOutcome::Searched { best, hits }) => {
                 // The claim: nothing in the unit beats the bound it was pruning against.
                 result.claims = true;
-                result.claim_bound = SolveContext::bound(&*unit.ctx);
+                result.claim_bound = done.claim_bound;
                 if let Some(best) = best {
                     result.best_solution_json = best.solution.to_string();
                     result.best_score = best.score;
@@ -855,7 +857,7 @@ impl Agent {
             }
             Ok(UnitOutcome::Expanded { best, children }) => {
                 result.claims = true;
-                result.claim_bound = SolveContext::bound(&*unit.ctx);
+                result.claim_bound = done.claim_bound;
                 if let Some(best) = best {
                     result.best_solution_json = best.solution.to_string();
                     result.best_score = best.score;

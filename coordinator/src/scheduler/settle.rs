@@ -123,6 +123,11 @@ pub(crate) fn settle_search(
 ) -> Result<(), Error> {
     let campaign = SearchCampaign::load(ctx, lease.campaign_id)?;
     let this = Run::load(ctx, result_id)?;
+    if campaign.exhaustive {
+        if let Some(why) = campaign.claim_weaker_than_shared(&this) {
+            return refuse_claim(ctx, lease, &this, &why);
+        }
+    }
     let earlier = other_awaiting_runs(ctx, lease.unit_id, result_id)?;
     if earlier.is_empty() {
         if wants_replica(ctx, lease)? {
@@ -183,18 +188,48 @@ pub(crate) fn settle_search(
 struct SearchCampaign {
     minimise: bool,
     exhaustive: bool,
+    /// The pruning bound as the coordinator knows it (its best verified score or starting
+    /// bound): at least as good as any bound it has shared with a worker.
+    bound: Option<i64>,
 }
 
 impl SearchCampaign {
     fn load(ctx: &Ctx, campaign_id: i64) -> Result<SearchCampaign, Error> {
-        let (objective, exhaustive): (String, bool) = ctx
+        let (objective, exhaustive, bound): (String, bool, Option<i64>) = ctx
             .conn
-            .prepare_cached("SELECT objective, exhaustive FROM campaigns WHERE id = ?1")?
-            .query_row(params![campaign_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            .prepare_cached("SELECT objective, exhaustive, bound FROM campaigns WHERE id = ?1")?
+            .query_row(params![campaign_id], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })?;
         Ok(SearchCampaign {
             minimise: objective == "min",
             exhaustive,
+            bound,
         })
+    }
+
+    /// Why a run's claim covers less than the coordinator needs, if it does: it claims to
+    /// have pruned against a bound better than any the coordinator shared (or than none, when
+    /// it shared none) that is not the run's own verified find, so the solutions between
+    /// the two were never looked at. `None` when the claim can be taken.
+    fn claim_weaker_than_shared(&self, run: &Run) -> Option<String> {
+        let Some(Some(claimed)) = run.claim else {
+            return None;
+        };
+        if run.value.is_some_and(|own| !self.better(claimed, own)) {
+            return None;
+        }
+        match self.bound {
+            Some(shared) if self.better(claimed, shared) => Some(format!(
+                "the run claims to have pruned against {claimed}, better than any bound the \
+                 coordinator shared ({shared})"
+            )),
+            None => Some(format!(
+                "the run claims to have pruned against {claimed}, but the coordinator shared \
+                 no bound"
+            )),
+            Some(_) => None,
+        }
     }
 
     /// True when score `a` is strictly better than `b`.
@@ -294,6 +329,27 @@ fn judge_lie(
     let kept = best.map_or_else(|| "none".to_string(), |v| v.to_string());
     let ids: Vec<i64> = honest.iter().map(|(id, _)| *id).collect();
     finish_unit(ctx, lease, &kept, &ids)
+}
+
+/// A run whose claim covers less than the coordinator needs (see
+/// [`SearchCampaign::claim_weaker_than_shared`]) is not counted: its result is rejected
+/// (`claim_refused`; no strike: an honest worker's own find in another unit can reach its
+/// bound a moment before it reaches the coordinator) and the unit runs again on another
+/// worker. Its verified finds were kept already.
+fn refuse_claim(ctx: &Ctx, lease: &LeaseRow, run: &Run, why: &str) -> Result<(), Error> {
+    results::reject(ctx, &[run.id])?;
+    units::want_replica(ctx, lease.unit_id)?;
+    event(
+        ctx.conn,
+        ctx.now,
+        "claim_refused",
+        Some(lease.campaign_id),
+        Some(lease.unit_id),
+        Some(lease.id),
+        Some(lease.worker_id),
+        json!({"result": run.id, "claim": run.claim_json(), "reason": why}),
+    )?;
+    Ok(())
 }
 
 /// Discards every claim of `worker_id` in the campaign that no other run confirmed (a unit
