@@ -196,9 +196,22 @@ CREATE TABLE premises (
     value INTEGER NOT NULL,
     backed_by INTEGER REFERENCES campaigns(id),
     contradicted_by INTEGER REFERENCES campaigns(id),
+    backed_by_record INTEGER REFERENCES proof_records(id),
     PRIMARY KEY (campaign_id, position)
 );
-CREATE INDEX premises_open ON premises (problem) WHERE backed_by IS NULL;
+CREATE INDEX premises_open ON premises (problem)
+    WHERE backed_by IS NULL AND backed_by_record IS NULL;
+-- Proven results imported from another grind database (its export provenance record, kept
+-- whole), which back premises as a proven campaign of this database would.
+CREATE TABLE proof_records (
+    id INTEGER PRIMARY KEY,
+    problem TEXT NOT NULL,
+    params_json TEXT NOT NULL,
+    value INTEGER NOT NULL,
+    record_json TEXT NOT NULL,
+    source TEXT NOT NULL,
+    imported_ms INTEGER NOT NULL
+);
 -- A search run's claim: "nothing better than claim_bound in this unit" (claims = 0: the
 -- worker made none; claim_bound NULL: nothing at all beyond its value).
 ALTER TABLE results ADD COLUMN claims INTEGER NOT NULL DEFAULT 0;

@@ -86,7 +86,10 @@ fn campaign_from_row(conn: &Connection, r: &Row) -> Result<pb::CampaignStatus, E
     let premises = premises(conn, id)?;
     let proof = if state != "done" || !exhaustive || units.failed > 0 {
         Proof::None
-    } else if premises.iter().any(|p| p.backed_by == 0) {
+    } else if premises
+        .iter()
+        .any(|p| p.backed_by == 0 && p.backed_by_record == 0)
+    {
         Proof::Conditional
     } else {
         Proof::Complete
@@ -177,7 +180,7 @@ fn open_bound(
 pub fn premises(conn: &Connection, campaign_id: i64) -> Result<Vec<pb::Premise>, Error> {
     let mut stmt = conn.prepare_cached(
         "SELECT label, problem, params_json, value, coalesce(backed_by, 0),
-                coalesce(contradicted_by, 0)
+                coalesce(contradicted_by, 0), coalesce(backed_by_record, 0)
          FROM premises WHERE campaign_id = ?1 ORDER BY position",
     )?;
     let rows = stmt.query_map(params![campaign_id], |r| {
@@ -188,6 +191,7 @@ pub fn premises(conn: &Connection, campaign_id: i64) -> Result<Vec<pb::Premise>,
             value: r.get(3)?,
             backed_by: r.get(4)?,
             contradicted_by: r.get(5)?,
+            backed_by_record: r.get(6)?,
         })
     })?;
     Ok(rows.collect::<Result<_, _>>()?)
@@ -206,6 +210,7 @@ pub fn premises_json(premises: &[pb::Premise]) -> serde_json::Value {
                 "value": p.value,
                 "backed_by": (p.backed_by > 0).then_some(p.backed_by),
                 "contradicted_by": (p.contradicted_by > 0).then_some(p.contradicted_by),
+                "backed_by_record": (p.backed_by_record > 0).then_some(p.backed_by_record),
             })
         })
         .collect()
@@ -217,10 +222,11 @@ pub fn premises_words(premises: &[pb::Premise]) -> String {
     premises
         .iter()
         .map(|p| {
-            let backing = match (p.backed_by, p.contradicted_by) {
-                (0, 0) => "not backed".to_string(),
-                (0, by) => format!("contradicted by campaign {by}"),
-                (by, _) => format!("campaign {by}"),
+            let backing = match (p.backed_by, p.backed_by_record, p.contradicted_by) {
+                (0, 0, 0) => "not backed".to_string(),
+                (0, 0, by) => format!("contradicted by campaign {by}"),
+                (0, record, _) => format!("proof record {record}"),
+                (by, _, _) => format!("campaign {by}"),
             };
             format!("{} = {} ({backing})", p.label, p.value)
         })

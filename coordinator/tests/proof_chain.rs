@@ -11,6 +11,11 @@ use std::path::Path;
 
 /// `grind run topswops --n N [--known ...] --db DB --json`: its summary line.
 fn run_topswops(db: &Path, n: u32, known: Option<&str>) -> Value {
+    run_topswops_exporting(db, n, known, None)
+}
+
+/// [`run_topswops`], also writing the export (and its provenance record) to `export`.
+fn run_topswops_exporting(db: &Path, n: u32, known: Option<&str>, export: Option<&Path>) -> Value {
     let n = n.to_string();
     let mut args = vec![
         "run",
@@ -27,6 +32,9 @@ fn run_topswops(db: &Path, n: u32, known: Option<&str>) -> Value {
     ];
     if let Some(known) = known {
         args.extend(["--known", known]);
+    }
+    if let Some(export) = export {
+        args.extend(["--out", export.to_str().unwrap()]);
     }
     let out = grind_ok(&args);
     let text = String::from_utf8_lossy(&out.stdout);
@@ -140,5 +148,75 @@ fn stated_maxima_make_a_conditional_proof_until_proven_campaigns_back_them() {
     assert!(
         text.contains(&format!("f(5) = 6 (contradicted by campaign {five_id})")),
         "{text}"
+    );
+}
+
+#[test]
+fn a_proof_record_imported_from_another_database_backs_a_premise() {
+    let dir = tempfile::tempdir().unwrap();
+    let (here, there) = (dir.path().join("here.db"), dir.path().join("there.db"));
+    // Elsewhere: f(2..4) proven, then f(5) = 7 on top of them, exported.
+    for m in 2..=4 {
+        run_topswops(&there, m, None);
+    }
+    let exported = dir.path().join("f5.txt");
+    let five = run_topswops_exporting(&there, 5, Some("0,1,2,4"), Some(&exported));
+    assert_eq!(five["outcome"], "proven_optimum");
+    let record_path = dir.path().join("f5.txt.provenance.json");
+    // A conditional result elsewhere is no proof record.
+    let lowered_path = dir.path().join("lowered.txt");
+    let lone = dir.path().join("lone.db");
+    let lowered = run_topswops_exporting(&lone, 6, Some("0,1,2,4,6"), Some(&lowered_path));
+    assert_eq!(lowered["outcome"], "conditional_proof");
+    let refused = std::process::Command::new(grind_bin())
+        .args(["proof", "import", "--db", here.to_str().unwrap()])
+        .arg(dir.path().join("lowered.txt.provenance.json"))
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("proven optimum"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+    // A record whose value was changed is refused: its solution scores otherwise here.
+    let mut forged: Value =
+        serde_json::from_str(&std::fs::read_to_string(&record_path).unwrap()).unwrap();
+    forged["value"] = "8".into();
+    let forged_path = dir.path().join("forged.json");
+    std::fs::write(&forged_path, forged.to_string()).unwrap();
+    let refused = std::process::Command::new(grind_bin())
+        .args(["proof", "import", "--db", here.to_str().unwrap()])
+        .arg(&forged_path)
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("scores 7 here, not its stated 8"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+
+    // Here: f(2..4) proven, f(6) on the stated f(5) = 7: conditional until the record comes.
+    for m in 2..=4 {
+        run_topswops(&here, m, None);
+    }
+    let six = run_topswops(&here, 6, Some("0,1,2,4,7"));
+    assert_eq!(six["outcome"], "conditional_proof");
+    let out = grind_ok(&[
+        "proof",
+        "import",
+        "--db",
+        here.to_str().unwrap(),
+        record_path.to_str().unwrap(),
+    ]);
+    let record: i64 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+    let six = run_topswops(&here, 6, Some("0,1,2,4,7"));
+    assert_eq!(six["outcome"], "proven_optimum", "{six}");
+    assert_eq!(six["value"], "10");
+    let f5 = &six["rests_on"][3];
+    assert_eq!(
+        (f5["label"].as_str(), f5["backed_by_record"].as_i64()),
+        (Some("f(5)"), Some(record))
     );
 }

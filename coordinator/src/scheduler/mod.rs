@@ -13,7 +13,7 @@
 //! | [`settle`] | (none) | what a unit's runs mean: done, replica wanted, agreement, dispute |
 //! | [`donations`] | (none) | a worker splitting its leased unit |
 //! | [`incumbents`] | (none) | offering a verified solution, the running bounds |
-//! | [`premises`] | `premises` | proof chains: the values a proof takes as given and the campaigns that back them |
+//! | [`premises`] | `premises`, `proof_records` | proof chains: the values a proof takes as given and the campaigns or imported records that back them |
 //! | [`workers`] | `workers` | register, touch, standing, bans, checkpoint trust |
 //! | [`events`] | `events` | the append-only provenance log |
 //!

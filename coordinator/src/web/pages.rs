@@ -68,6 +68,10 @@ fn rests_on(s: &pb::CampaignStatus) -> Markup {
                                     a href={ "/campaigns/" (p.backed_by) } data-k="backed-by" {
                                         "campaign " (p.backed_by)
                                     }
+                                } @else if p.backed_by_record > 0 {
+                                    span data-k="backed-by" {
+                                        "imported proof record " (p.backed_by_record)
+                                    }
                                 } @else if p.contradicted_by > 0 {
                                     span.muted data-k="backed-by" {
                                         "not backed: campaign " (p.contradicted_by)
