@@ -193,6 +193,16 @@ pub trait Problem: Send + Sync + 'static {
         true
     }
 
+    /// True when every solution a unit's solve reports lies in that unit's part of the
+    /// search space (its own tree search found it there): then a replica's verified find in
+    /// a unit contradicts another run's claim of "nothing better" about the same unit, and
+    /// the coordinator judges the runs. The default, false, suits searches whose finds may
+    /// leave the unit (a local search polishing a find, a heuristic): their runs are only
+    /// compared.
+    fn finds_stay_in_unit(&self) -> bool {
+        false
+    }
+
     /// The bound to prune with before any solution is known (for example a proven lower
     /// bound on the optimum minus one). `None` means no pruning until an incumbent exists.
     fn initial_bound(&self) -> Option<i64> {

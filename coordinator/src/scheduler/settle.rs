@@ -108,19 +108,26 @@ pub(crate) fn settle_count(
 /// incumbents and both runs' child units and hits are kept (duplicates skipped).
 ///
 /// Each run of an exhaustive search claims "nothing better than B in this unit" (B: the
-/// bound it pruned against, [`super::Usage::claim`]); runs whose claims and verified solutions fit
-/// together agree (`replica_agreed`) whatever their values, as runs prune with different
-/// bounds. A run whose claim another run's verified solution contradicts lied
+/// bound it pruned against, [`super::Usage::claim`]); a claim better than any bound the
+/// coordinator shared is not counted. When the problem's finds stay in their unit
+/// (`Problem::finds_stay_in_unit`), runs whose claims and verified solutions fit together
+/// agree (`replica_agreed`) whatever their values, as runs prune with different bounds, and
+/// a run whose claim another run's verified solution contradicts lied
 /// (`replica_contradicted`): it is struck, its result rejected, and its other unreplicated
-/// claims in the campaign are discarded and run again. Runs without claims (older workers,
-/// heuristic searches) are compared by value only (`replica_differed` when they differ).
-/// The unit keeps the best value of the runs it accepts.
+/// claims in the campaign are discarded and run again. Other runs (older workers without
+/// claims, heuristic searches, finds that may leave their unit such as the grid's polished
+/// walks) are compared by value only (`replica_differed` when they differ). The unit keeps
+/// the best value of the runs it accepts.
 pub(crate) fn settle_search(
     ctx: &Ctx,
     lease: &LeaseRow,
     result_id: i64,
     value: &str,
 ) -> Result<(), Error> {
+    let judges = ctx
+        .problems
+        .get(ctx.conn, lease.campaign_id)?
+        .finds_stay_in_unit();
     let campaign = SearchCampaign::load(ctx, lease.campaign_id)?;
     let this = Run::load(ctx, result_id)?;
     if campaign.exhaustive {
@@ -144,7 +151,7 @@ pub(crate) fn settle_search(
         runs.iter()
             .filter_map(|r| r.value)
             .reduce(|a, b| if campaign.better(b, a) { b } else { a });
-    if campaign.exhaustive {
+    if campaign.exhaustive && judges {
         if let Some(found) = best {
             let liars: Vec<Run> = runs
                 .iter()
@@ -164,7 +171,8 @@ pub(crate) fn settle_search(
     let kept = best.map_or_else(|| "none".to_string(), |v| v.to_string());
     let ids: Vec<i64> = runs.iter().map(|r| r.id).collect();
     let same_value = runs.iter().all(|r| r.value == runs[0].value);
-    let consistent = same_value || (campaign.exhaustive && runs.iter().all(|r| r.claim.is_some()));
+    let consistent =
+        same_value || (campaign.exhaustive && judges && runs.iter().all(|r| r.claim.is_some()));
     event(
         ctx.conn,
         ctx.now,

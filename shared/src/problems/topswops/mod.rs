@@ -420,6 +420,11 @@ impl Problem for Topswops {
         self.heuristic.is_none()
     }
 
+    /// The exact search reports decks of its unit's own leaves.
+    fn finds_stay_in_unit(&self) -> bool {
+        self.heuristic.is_none()
+    }
+
     fn split_from(
         &self,
         cursor: Option<&[u8]>,
