@@ -600,6 +600,7 @@ impl Coordinator {
                 cpu_seconds: sane_seconds(result.cpu_seconds),
                 wall_seconds: sane_seconds(result.wall_seconds),
                 solver_version: result.solver_version,
+                claim: result.claims.then_some(result.claim_bound),
             },
             may_move_bound,
         })
@@ -868,6 +869,28 @@ impl Coordinator {
                 .map_err(|e| Error::Internal(e.to_string()))?,
             file_name: format!("{}-{}.txt", status.problem, campaign_id),
         })
+    }
+
+    /// Imports another grind database's export provenance record of a proven optimum (kept
+    /// whole) to back the premises of this database's campaigns
+    /// (`scheduler::premises::import_record`: refused unless it states a proven optimum whose
+    /// solution re-scores to its value here).
+    pub async fn import_proof_record(
+        &self,
+        req: pb::ImportProofRecordRequest,
+    ) -> Result<pb::ImportProofRecordReply, Error> {
+        if req.record_json.len() > 16 << 20 || req.source.len() > 1000 {
+            return Err(Error::InvalidArgument(
+                "a proof record is at most 16 MiB and its source at most 1,000 bytes".into(),
+            ));
+        }
+        let record: serde_json::Value = serde_json::from_str(&req.record_json)
+            .map_err(|e| Error::InvalidArgument(format!("the proof record is not JSON: {e}")))?;
+        let record_id = self
+            .write(move |ctx| scheduler::premises::import_record(ctx, &record, &req.source))
+            .await?;
+        self.changed();
+        Ok(pb::ImportProofRecordReply { record_id })
     }
 
     /// Imports a known solution as a campaign's starting incumbent (after verifying it).

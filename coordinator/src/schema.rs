@@ -185,7 +185,41 @@ ALTER TABLE results ADD COLUMN self_checked INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE campaigns ADD COLUMN target_lease_ms INTEGER NOT NULL DEFAULT 0;
 "#,
     r#"
--- v9: tiny units are created coarser: how many consecutive splitter units a unit joins.
+-- v9: proof chains. The results a campaign's proof takes as given (values its parameters
+-- state), and the finished, proven campaign that backs each (or contradicts it).
+CREATE TABLE premises (
+    campaign_id INTEGER NOT NULL REFERENCES campaigns(id),
+    position INTEGER NOT NULL,
+    label TEXT NOT NULL,
+    problem TEXT NOT NULL,
+    params_json TEXT NOT NULL,
+    value INTEGER NOT NULL,
+    backed_by INTEGER REFERENCES campaigns(id),
+    contradicted_by INTEGER REFERENCES campaigns(id),
+    backed_by_record INTEGER REFERENCES proof_records(id),
+    PRIMARY KEY (campaign_id, position)
+);
+CREATE INDEX premises_open ON premises (problem)
+    WHERE backed_by IS NULL AND backed_by_record IS NULL;
+-- Proven results imported from another grind database (its export provenance record, kept
+-- whole), which back premises as a proven campaign of this database would.
+CREATE TABLE proof_records (
+    id INTEGER PRIMARY KEY,
+    problem TEXT NOT NULL,
+    params_json TEXT NOT NULL,
+    value INTEGER NOT NULL,
+    record_json TEXT NOT NULL,
+    source TEXT NOT NULL,
+    imported_ms INTEGER NOT NULL
+);
+-- A search run's claim: "nothing better than claim_bound in this unit" (claims = 0: the
+-- worker made none; claim_bound NULL: nothing at all beyond its value).
+ALTER TABLE results ADD COLUMN claims INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE results ADD COLUMN claim_bound INTEGER;
+-- The coordinator's own bound on every solution of a unit (Problem::bound_of_unit, computed
+-- from the payload when the unit is created; NULL: none).
+ALTER TABLE units ADD COLUMN bound INTEGER;
+-- Tiny units are created coarser: how many consecutive splitter units a unit joins.
 ALTER TABLE units ADD COLUMN parts INTEGER NOT NULL DEFAULT 1;
 "#,
 ];

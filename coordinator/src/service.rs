@@ -207,6 +207,13 @@ impl Admin for AdminService {
         reply(self.0.import(request.into_inner()).await)
     }
 
+    async fn import_proof_record(
+        &self,
+        request: Request<pb::ImportProofRecordRequest>,
+    ) -> Result<Response<pb::ImportProofRecordReply>, Status> {
+        reply(self.0.import_proof_record(request.into_inner()).await)
+    }
+
     async fn list_problems(
         &self,
         _request: Request<pb::ListProblemsRequest>,

@@ -18,22 +18,36 @@ pub const EVENT_SOLVER_VERSION: &str = "coalesce(json_extract(e.detail, '$.solve
 
 const CAMPAIGN_COLUMNS: &str = "id, name, problem, params_json, objective, state, exhaustive,
     best_score, best_solution, total, samples, created_ms, finished_ms, cpu_seconds, nodes,
-    verify_rate, best_event, split_done, solver_version, family";
+    verify_rate, best_event, split_done, solver_version, family, bound";
+
+/// How far a campaign's search proves its value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Proof {
+    /// Not (yet) a proof: unfinished, failed units, or a search that is not exhaustive.
+    None,
+    /// Finished and exhaustive, but resting on a premise no proven campaign backs.
+    Conditional,
+    /// Finished and exhaustive, every premise backed.
+    Complete,
+}
 
 /// What a campaign's value means, in the words every view uses (CLI, JSON, web, export):
 /// `proven_optimum` (finished exhaustive search, value optimal), `proven_none_reaches_target`
 /// (finished exhaustive search that found no solution beating its starting bound or proof
-/// target: a proof that none exists, not an optimum), `best_found` (a verified solution, not
-/// proven optimal), `none_found`, `exact_count` / `partial_count`, `samples`.
-pub fn outcome(objective: &str, proven: bool, has_value: bool) -> &'static str {
-    match (objective, proven, has_value) {
-        ("count", true, _) => "exact_count",
-        ("count", false, _) => "partial_count",
+/// target: a proof that none exists, not an optimum), `conditional_proof` (a finished
+/// exhaustive search resting on stated values no proven campaign backs: proven given them),
+/// `best_found` (a verified solution, not proven optimal), `none_found`, `exact_count` /
+/// `partial_count`, `samples`.
+pub fn outcome(objective: &str, proof: Proof, has_value: bool) -> &'static str {
+    match (objective, proof, has_value) {
+        ("count", Proof::Complete, _) => "exact_count",
+        ("count", _, _) => "partial_count",
         ("sample", _, _) => "samples",
-        (_, true, true) => "proven_optimum",
-        (_, true, false) => "proven_none_reaches_target",
-        (_, false, true) => "best_found",
-        (_, false, false) => "none_found",
+        (_, Proof::Conditional, _) => "conditional_proof",
+        (_, Proof::Complete, true) => "proven_optimum",
+        (_, Proof::Complete, false) => "proven_none_reaches_target",
+        (_, Proof::None, true) => "best_found",
+        (_, Proof::None, false) => "none_found",
     }
 }
 
@@ -42,6 +56,7 @@ pub fn outcome_words(outcome: &str) -> &'static str {
     match outcome {
         "proven_optimum" => "proven optimum",
         "proven_none_reaches_target" => "proven: no solution reaches the target",
+        "conditional_proof" => "conditional proof: proven given the stated values",
         "best_found" => "best found, not proven",
         "none_found" => "nothing found yet",
         "exact_count" => "exact count",
@@ -68,8 +83,26 @@ fn campaign_from_row(conn: &Connection, r: &Row) -> Result<pb::CampaignStatus, E
     };
     let mut units = unit_counts(conn, id)?;
     units.split_complete = split_done;
-    let proven = state == "done" && exhaustive && units.failed == 0;
-    let outcome = outcome(&objective, proven, !value.is_empty()).to_string();
+    let premises = premises(conn, id)?;
+    let proof = if state != "done" || !exhaustive || units.failed > 0 {
+        Proof::None
+    } else if premises
+        .iter()
+        .any(|p| p.backed_by == 0 && p.backed_by_record == 0)
+    {
+        Proof::Conditional
+    } else {
+        Proof::Complete
+    };
+    let proven = proof == Proof::Complete;
+    let outcome = outcome(&objective, proof, !value.is_empty()).to_string();
+    let bound = match proof {
+        Proof::Complete | Proof::Conditional => best_score,
+        Proof::None if state == "running" || state == "paused" => {
+            open_bound(conn, id, &objective, &units, r.get(20)?)?
+        }
+        Proof::None => None,
+    };
     let workers: i64 = conn
         .prepare_cached(
             "SELECT count(DISTINCT worker_id) FROM leases WHERE campaign_id = ?1 AND state = 'active'",
@@ -100,7 +133,105 @@ fn campaign_from_row(conn: &Connection, r: &Row) -> Result<pb::CampaignStatus, E
         samples: samples as u64,
         solver_version: r.get(18)?,
         family: r.get::<_, Option<String>>(19)?.unwrap_or_default(),
+        premises,
+        bound,
     })
+}
+
+/// The coordinator's bound on an open optimisation campaign's optimum: the weakest of its
+/// open units' own bounds (`units.bound`, proved by the problem from each payload when the
+/// unit was created) and the campaign's pruning bound (what finished units were searched
+/// against). `None` when any open unit has no such bound, units failed, or the splitter may
+/// still add units.
+fn open_bound(
+    conn: &Connection,
+    campaign_id: i64,
+    objective: &str,
+    units: &pb::UnitCounts,
+    pruning: Option<i64>,
+) -> Result<Option<i64>, Error> {
+    let minimise = match objective {
+        "min" => true,
+        "max" => false,
+        _ => return Ok(None),
+    };
+    if !units.split_complete || units.failed > 0 {
+        return Ok(None);
+    }
+    let (unbounded, lowest, highest): (i64, Option<i64>, Option<i64>) = conn
+        .prepare_cached(
+            "SELECT count(*) - count(bound), min(bound), max(bound) FROM units
+             WHERE campaign_id = ?1 AND state IN ('pending', 'leased')",
+        )?
+        .query_row(params![campaign_id], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })?;
+    if unbounded > 0 {
+        return Ok(None);
+    }
+    let open = if minimise { lowest } else { highest };
+    Ok(match (open, pruning) {
+        (Some(a), Some(b)) => Some(if minimise { a.min(b) } else { a.max(b) }),
+        (a, b) => a.or(b),
+    })
+}
+
+/// The results a campaign's proof takes as given, in order, with what backs each.
+pub fn premises(conn: &Connection, campaign_id: i64) -> Result<Vec<pb::Premise>, Error> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT label, problem, params_json, value, coalesce(backed_by, 0),
+                coalesce(contradicted_by, 0), coalesce(backed_by_record, 0)
+         FROM premises WHERE campaign_id = ?1 ORDER BY position",
+    )?;
+    let rows = stmt.query_map(params![campaign_id], |r| {
+        Ok(pb::Premise {
+            label: r.get(0)?,
+            problem: r.get(1)?,
+            params_json: r.get(2)?,
+            value: r.get(3)?,
+            backed_by: r.get(4)?,
+            contradicted_by: r.get(5)?,
+            backed_by_record: r.get(6)?,
+        })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// The premises as JSON: label, value, and the campaign that backs or contradicts each.
+pub fn premises_json(premises: &[pb::Premise]) -> serde_json::Value {
+    premises
+        .iter()
+        .map(|p| {
+            json!({
+                "label": p.label,
+                "problem": p.problem,
+                "params": serde_json::from_str::<serde_json::Value>(&p.params_json)
+                    .unwrap_or_default(),
+                "value": p.value,
+                "backed_by": (p.backed_by > 0).then_some(p.backed_by),
+                "contradicted_by": (p.contradicted_by > 0).then_some(p.contradicted_by),
+                "backed_by_record": (p.backed_by_record > 0).then_some(p.backed_by_record),
+            })
+        })
+        .collect()
+}
+
+/// The premises in words, e.g. `f(2) = 1 (campaign 3), f(3) = 2 (not backed)`; empty when
+/// the proof takes nothing as given.
+pub fn premises_words(premises: &[pb::Premise]) -> String {
+    premises
+        .iter()
+        .map(|p| {
+            let backing = match (p.backed_by, p.backed_by_record, p.contradicted_by) {
+                (0, 0, 0) => "not backed".to_string(),
+                (0, 0, by) => format!("contradicted by campaign {by}"),
+                (0, record, _) => format!("proof record {record}"),
+                (by, _, _) => format!("campaign {by}"),
+            };
+            format!("{} = {} ({backing})", p.label, p.value)
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn unit_counts(conn: &Connection, campaign_id: i64) -> Result<pb::UnitCounts, Error> {
@@ -319,6 +450,7 @@ pub fn provenance_record(
         "value": status.value,
         "proven": status.proven,
         "outcome": status.outcome,
+        "rests_on": premises_json(&status.premises),
         "solution": serde_json::from_str::<serde_json::Value>(&status.solution_json).ok(),
         "solver_version": status.solver_version,
         "best_found_by": status.best_provenance.as_ref().map(|p| json!({
@@ -345,20 +477,41 @@ pub fn provenance_record(
 
 #[cfg(test)]
 mod outcome_tests {
-    use super::{outcome, outcome_words};
+    use super::{outcome, outcome_words, Proof};
 
     #[test]
     fn a_proof_without_a_value_is_not_called_an_optimum() {
-        assert_eq!(outcome("max", true, true), "proven_optimum");
-        assert_eq!(outcome("max", true, false), "proven_none_reaches_target");
-        assert_eq!(outcome("min", false, true), "best_found");
-        assert_eq!(outcome("max", false, false), "none_found");
-        assert_eq!(outcome("count", true, true), "exact_count");
-        assert_eq!(outcome("count", false, true), "partial_count");
-        assert_eq!(outcome("sample", true, true), "samples");
-        for o in ["proven_optimum", "proven_none_reaches_target", "best_found"] {
+        assert_eq!(outcome("max", Proof::Complete, true), "proven_optimum");
+        assert_eq!(
+            outcome("max", Proof::Complete, false),
+            "proven_none_reaches_target"
+        );
+        assert_eq!(outcome("min", Proof::None, true), "best_found");
+        assert_eq!(outcome("max", Proof::None, false), "none_found");
+        assert_eq!(outcome("count", Proof::Complete, true), "exact_count");
+        assert_eq!(outcome("count", Proof::None, true), "partial_count");
+        assert_eq!(outcome("sample", Proof::Complete, true), "samples");
+        for o in [
+            "proven_optimum",
+            "proven_none_reaches_target",
+            "conditional_proof",
+            "best_found",
+        ] {
             assert!(!outcome_words(o).is_empty());
         }
         assert!(!outcome_words("proven_none_reaches_target").contains("optimum"));
+    }
+
+    #[test]
+    fn a_proof_resting_on_unbacked_values_is_conditional_with_or_without_a_value() {
+        assert_eq!(
+            outcome("max", Proof::Conditional, true),
+            "conditional_proof"
+        );
+        assert_eq!(
+            outcome("max", Proof::Conditional, false),
+            "conditional_proof"
+        );
+        assert!(outcome_words("conditional_proof").contains("given"));
     }
 }

@@ -270,16 +270,22 @@ async fn pages_show_the_status_numbers_and_fit_desktop_and_phone() {
                 text_in(&client, &row, "workers").await,
                 c["workers"].to_string()
             );
-            let proven = client
-                .find(Locator::Css(&format!("{row} [data-k=\"proven\"]")))
-                .await
-                .unwrap()
-                .attr("data-v")
+            // The outcome in the CLI's words, its code and whether it is a full proof.
+            let outcome = client
+                .find(Locator::Css(&format!("{row} [data-k=\"outcome\"]")))
                 .await
                 .unwrap();
             assert_eq!(
-                proven.as_deref(),
+                outcome.attr("data-v").await.unwrap().as_deref(),
+                c["outcome"].as_str()
+            );
+            assert_eq!(
+                outcome.attr("data-proven").await.unwrap().as_deref(),
                 Some(if c["proven"] == true { "true" } else { "false" })
+            );
+            assert_eq!(
+                outcome.text().await.unwrap(),
+                grind_coordinator::views::outcome_words(c["outcome"].as_str().unwrap())
             );
         }
         // Parameters in the command line's words: only what differs from the defaults

@@ -225,7 +225,7 @@ async fn tokens_made_before_the_first_start_let_workers_in() {
         text.starts_with(&format!("campaign {id}: primes")),
         "{text}"
     );
-    assert!(text.contains("count = 9592 (proven)"), "{text}");
+    assert!(text.contains("count = 9592 (exact count)"), "{text}");
     assert!(text.contains("2 done"), "{text}");
 }
 

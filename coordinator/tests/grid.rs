@@ -106,6 +106,57 @@ fn assert_matches_local_solve(done: &pb::CampaignStatus, size: usize, seed: u64)
     local.cost
 }
 
+/// The minimum spanning tree's weight (Kruskal with a plain union-find): a lower bound on
+/// every walk visiting all cities.
+fn spanning_tree_weight(cities: usize, bridges: &[(usize, usize, u64)]) -> u64 {
+    let mut parent: Vec<usize> = (0..cities).collect();
+    fn root(parent: &mut [usize], mut v: usize) -> usize {
+        while parent[v] != v {
+            v = parent[v];
+        }
+        v
+    }
+    let mut sorted = bridges.to_vec();
+    sorted.sort_by_key(|b| b.2);
+    let mut weight = 0;
+    for (a, b, w) in sorted {
+        let (ra, rb) = (root(&mut parent, a), root(&mut parent, b));
+        if ra != rb {
+            parent[ra] = rb;
+            weight += w;
+        }
+    }
+    weight
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_bound_users_see_is_the_coordinators_own() {
+    let mut grind = Cluster::start(5_000, &[]).await;
+    let campaign = grind
+        .create("grid", json!({"size": 4, "seed": 2026}), 0.0)
+        .await;
+    let bridges = generated_bridges(4, 2026);
+    let tree = spanning_tree_weight(16, &bridges);
+    let optimum = brute_force(16, &bridges);
+    assert!(tree < optimum, "the instance separates the two");
+    // Open, nothing searched: the root unit's bound is the spanning tree's (the coordinator
+    // proves it itself; no worker has said anything).
+    let mut first = grind.raw_worker("first").await;
+    let root = first.lease_one().await;
+    let open = grind.show(campaign).await;
+    assert!(open.units.unwrap().split_complete);
+    assert_eq!(open.bound, Some(tree as i64));
+    first.release(root.lease_id, Vec::new()).await.unwrap();
+    let _workers = grind.workers(&["w1", "w2"]);
+    let done = grind.wait_finished(campaign, LONG).await;
+    assert!(done.proven);
+    assert_eq!(
+        done.bound,
+        Some(optimum as i64),
+        "proven: the bound is the optimum"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_small_grid_is_proven_optimal_across_two_workers() {
     let mut grind = Cluster::start(5_000, &[]).await;

@@ -202,6 +202,95 @@ async fn a_worker_hiding_its_best_find_cannot_get_a_wrong_maximum_proven() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_claiming_nothing_better_where_a_replica_finds_better_is_struck() {
+    let mut grind = Cluster::start(30_000, &[]).await;
+    let mut liar = grind.raw_worker("liar").await;
+    // Replication at rate 1: every search unit is run again by another worker.
+    let campaign = grind.create("topswops", json!({"n": 8}), 1.0).await;
+    let mut lied = 0;
+    loop {
+        let grants = liar.lease(8).await.expect("lease");
+        if grants.is_empty() {
+            break;
+        }
+        for grant in grants {
+            // "Nothing in my subtree beats the bound you gave me" (f(7) = 16; f(8) = 22, so
+            // some subtree holds better decks).
+            let result = pb::UnitResult {
+                claims: true,
+                claim_bound: grant.bound,
+                ..Default::default()
+            };
+            assert_eq!(grant.bound, Some(16));
+            liar.complete(&grant, Some(result)).await.unwrap();
+            lied += 1;
+        }
+    }
+    assert!(lied > 1);
+    let _honest = grind.worker("honest");
+    let done = grind.wait_finished(campaign, WAIT).await;
+    assert_eq!(
+        (done.state.as_str(), done.value.as_str(), done.proven),
+        ("done", "22", true),
+        "the campaign ends exact"
+    );
+    // Caught: struck where the honest replica found a better deck, its result rejected.
+    let db = grind.coord.db.clone();
+    let strikes = event_details(&db, campaign, "replica_contradicted");
+    assert!(!strikes.is_empty(), "the lie was not caught");
+    let conn = open_read_only(&db);
+    let struck: Vec<i64> = conn
+        .prepare(
+            "SELECT DISTINCT worker_id FROM events WHERE campaign_id = ?1
+             AND kind = 'replica_contradicted'",
+        )
+        .unwrap()
+        .query_map([campaign], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(struck, [liar.id], "only the liar is struck");
+    let reply = grind.status(campaign).await;
+    let liar_accepted_where_better_exists = reply.results.iter().any(|r| {
+        provenance(r).worker_id == liar.id
+            && r.state == "accepted"
+            && reply
+                .results
+                .iter()
+                .any(|o| o.unit_id == r.unit_id && o.value.parse::<i64>().is_ok_and(|v| v > 16))
+    });
+    assert!(!liar_accepted_where_better_exists);
+    // Every other pair of runs fits together: no difference is left unexplained.
+    assert!(event_details(&db, campaign, "replica_differed").is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn honest_replicas_under_different_bounds_agree() {
+    let mut grind = Cluster::start(30_000, &[]).await;
+    let campaign = grind.create("topswops", json!({"n": 9}), 1.0).await;
+    let _workers = grind.workers(&["honest-1", "honest-2"]);
+    let done = grind.wait_finished(campaign, WAIT).await;
+    // OEIS A000375: f(9) = 30.
+    assert_eq!((done.value.as_str(), done.proven), ("30", true));
+    let db = grind.coord.db.clone();
+    assert!(
+        event_details(&db, campaign, "replica_differed").is_empty(),
+        "consistent replicas counted as differing"
+    );
+    assert!(event_details(&db, campaign, "replica_contradicted").is_empty());
+    // The unit where 30 was first found ran again under bound 30 and found nothing better:
+    // different values, consistent claims, counted as agreeing.
+    let agreed = event_details(&db, campaign, "replica_agreed");
+    let differing_but_agreed = agreed.iter().any(|detail| {
+        let d: serde_json::Value = serde_json::from_str(detail).unwrap();
+        let claims = d["claims"].as_array().unwrap();
+        claims.iter().any(|c| c["value"] != claims[0]["value"])
+    });
+    assert!(differing_but_agreed, "{agreed:#?}");
+    assert_store_consistent(&db, true);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_lying_on_every_count_is_outvoted_while_honest_workers_finish() {
     let mut grind = Cluster::start(3_000, &[]).await;
     let mut liar = grind.raw_worker("liar").await;

@@ -795,3 +795,194 @@ async fn leases_lost_on_the_way_to_the_worker_are_taken_back_at_its_next_heartbe
         .unwrap();
     assert_eq!(before.leased, after.leased);
 }
+
+/// An honest search run of `grant`: the problem's own solver under the bound it was given,
+/// with the claim an honest worker makes (nothing better than that bound or its own find).
+fn honest_search(
+    problem: &dyn grind_shared::problem::Problem,
+    grant: &pb::LeaseGrant,
+) -> pb::UnitResult {
+    use grind_shared::problem::{LocalContext, UnitOutcome};
+    let mut ctx = LocalContext::default();
+    ctx.fixed_bound = grant.bound;
+    let Ok(UnitOutcome::Searched { best, .. }) = problem.solve(&grant.unit_payload, &ctx) else {
+        panic!("a topswops unit is searched");
+    };
+    let mut result = pb::UnitResult {
+        claims: true,
+        claim_bound: grant.bound,
+        ..Default::default()
+    };
+    if let Some(best) = best {
+        result.claim_bound = Some(grant.bound.map_or(best.score, |b| b.max(best.score)));
+        result.best_solution_json = best.solution.to_string();
+        result.best_score = best.score;
+    }
+    result
+}
+
+#[tokio::test]
+async fn a_search_worker_caught_lying_loses_its_unreplicated_claims() {
+    // Half the units are replicated (a deterministic draw: the manual clock fixes the seed).
+    let rig = rig_with(Config {
+        verify_rate: 0.5,
+        ..test_config()
+    });
+    let params = serde_json::json!({"n": 8});
+    let campaign = rig
+        .coordinator
+        .create_campaigns(pb::CreateCampaignRequest {
+            problem: "topswops".into(),
+            params_json: params.to_string(),
+            name: String::new(),
+            verify_rate: -1.0,
+            max_attempts: 0,
+            family: String::new(),
+            target_lease_ms: 0,
+        })
+        .await
+        .unwrap()[0];
+    let liar = rig.worker("liar").await;
+    let honest = rig.worker("honest").await;
+    // The liar takes every unit: "nothing better than 16 here" (f(7) = 16, f(8) = 22).
+    let mut lied = 0;
+    loop {
+        let grants = rig.lease(liar, 64).await;
+        if grants.is_empty() {
+            break;
+        }
+        for grant in &grants {
+            let lie = pb::UnitResult {
+                claims: true,
+                claim_bound: grant.bound,
+                ..Default::default()
+            };
+            assert!(rig.complete(liar, grant, Some(lie)).await.unwrap().accepted);
+            lied += 1;
+        }
+    }
+    let after_lies = rig.units(campaign).await;
+    assert!(
+        after_lies.done > 0 && after_lies.verifying > 0,
+        "some claims stand alone, some wait for a replica: {after_lies:?}"
+    );
+    // The honest worker runs what is left: replicas first, then whatever is put back.
+    let status = rig.coordinator.campaign(campaign).await.unwrap();
+    let problem = grind_shared::registry::instantiate("topswops", &status.params_json).unwrap();
+    for _ in 0..1_000 {
+        let grants = rig.lease(honest, 64).await;
+        if grants.is_empty() {
+            break;
+        }
+        for grant in &grants {
+            let result = honest_search(problem.as_ref(), grant);
+            rig.complete(honest, grant, Some(result)).await.unwrap();
+        }
+    }
+    let done = rig.coordinator.campaign(campaign).await.unwrap();
+    assert_eq!(
+        (done.state.as_str(), done.value.as_str(), done.proven),
+        ("done", "22", true),
+        "the campaign ends exact"
+    );
+    // The liar was caught on a replicated unit, and every unit that stood on its word alone
+    // was searched again: none of its results is accepted any more.
+    let reply = rig
+        .coordinator
+        .status(pb::StatusRequest {
+            campaign_id: campaign,
+            with_results: true,
+        })
+        .await
+        .unwrap();
+    let liar_results: Vec<_> = reply
+        .results
+        .iter()
+        .filter(|r| r.provenance.as_ref().unwrap().worker_id == liar)
+        .collect();
+    assert_eq!(liar_results.len(), lied);
+    let still_accepted = liar_results
+        .iter()
+        .filter(|r| r.state == "accepted")
+        .count();
+    let rejected = liar_results
+        .iter()
+        .filter(|r| r.state == "rejected")
+        .count();
+    assert!(
+        rejected as u64 >= after_lies.done,
+        "its lone claims were discarded"
+    );
+    // What stays accepted was confirmed by an honest replica's claim of the same unit.
+    for r in liar_results.iter().filter(|r| r.state == "accepted") {
+        assert!(reply
+            .results
+            .iter()
+            .any(|o| o.unit_id == r.unit_id && o.state == "accepted" && o.replica));
+    }
+    assert!(still_accepted + rejected == lied);
+}
+
+#[tokio::test]
+async fn a_claim_weaker_than_any_shared_bound_is_not_counted() {
+    let rig = rig(3);
+    let campaign = rig
+        .coordinator
+        .create_campaigns(pb::CreateCampaignRequest {
+            problem: "topswops".into(),
+            params_json: serde_json::json!({"n": 7}).to_string(),
+            name: String::new(),
+            verify_rate: 0.0,
+            max_attempts: 0,
+            family: String::new(),
+            target_lease_ms: 0,
+        })
+        .await
+        .unwrap()[0];
+    let vague = rig.worker("vague").await;
+    let honest = rig.worker("honest").await;
+    // "Nothing better than 99 here": true, and worthless (the coordinator shared f(6) = 10).
+    let grant = rig.lease(vague, 1).await.remove(0);
+    assert_eq!(grant.bound, Some(10));
+    let claim = pb::UnitResult {
+        claims: true,
+        claim_bound: Some(99),
+        ..Default::default()
+    };
+    rig.complete(vague, &grant, Some(claim)).await.unwrap();
+    let units = rig.units(campaign).await;
+    assert_eq!(units.done, 0, "the unit was counted on a vacuous claim");
+    let status = rig.coordinator.campaign(campaign).await.unwrap();
+    let problem = grind_shared::registry::instantiate("topswops", &status.params_json).unwrap();
+    for _ in 0..1_000 {
+        let grants = rig.lease(honest, 64).await;
+        if grants.is_empty() {
+            break;
+        }
+        for grant in &grants {
+            let result = honest_search(problem.as_ref(), grant);
+            rig.complete(honest, grant, Some(result)).await.unwrap();
+        }
+    }
+    let done = rig.coordinator.campaign(campaign).await.unwrap();
+    // OEIS A000375: f(7) = 16.
+    assert_eq!((done.value.as_str(), done.proven), ("16", true));
+    let reply = rig
+        .coordinator
+        .status(pb::StatusRequest {
+            campaign_id: campaign,
+            with_results: true,
+        })
+        .await
+        .unwrap();
+    let vague_result = reply
+        .results
+        .iter()
+        .find(|r| r.provenance.as_ref().unwrap().worker_id == vague)
+        .unwrap();
+    assert_eq!(vague_result.state, "rejected");
+    assert!(reply
+        .results
+        .iter()
+        .any(|r| r.unit_id == vague_result.unit_id && r.state == "accepted"));
+}

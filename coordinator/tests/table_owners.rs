@@ -16,6 +16,8 @@ const OWNERS: &[(&str, &str)] = &[
     ("results", "src/scheduler/results.rs"),
     ("samples", "src/scheduler/results.rs"),
     ("workers", "src/scheduler/workers.rs"),
+    ("premises", "src/scheduler/premises.rs"),
+    ("proof_records", "src/scheduler/premises.rs"),
     ("events", "src/scheduler/events.rs"),
     // Authentication, not scheduling: tokens are created and revoked by the admin CLI.
     ("tokens", "src/auth.rs"),

@@ -280,8 +280,18 @@ async fn web_api_pages_events_and_metrics_agree_with_status() {
     let page = get(&base, "/").await;
     assert!(page.content_type.starts_with("text/html"));
     assert!(page.body.contains(&format!("data-campaign=\"{primes}\"")));
+    assert!(
+        page.body
+            .contains("data-v=\"exact_count\" data-proven=\"true\">exact count<"),
+        "the campaigns page says what a value means in the CLI's words"
+    );
     let page = get(&base, &format!("/campaigns/{topswops}")).await;
     assert!(page.body.contains("class=\"deck\""), "the deck is drawn");
+    assert!(
+        page.body
+            .contains("data-v=\"proven_optimum\" data-proven=\"true\">proven optimum<"),
+        "the campaign page says what its value means in the CLI's words"
+    );
     assert!(
         page.body.contains("class=\"plot\""),
         "the best-value plot is drawn"

@@ -6,6 +6,7 @@
 pub mod contests;
 pub mod count;
 pub mod coverage;
+pub mod premise;
 pub mod problem;
 pub mod problems;
 pub mod registry;

@@ -193,6 +193,16 @@ pub trait Problem: Send + Sync + 'static {
         true
     }
 
+    /// True when every solution a unit's solve reports lies in that unit's part of the
+    /// search space (its own tree search found it there): then a replica's verified find in
+    /// a unit contradicts another run's claim of "nothing better" about the same unit, and
+    /// the coordinator judges the runs. The default, false, suits searches whose finds may
+    /// leave the unit (a local search polishing a find, a heuristic): their runs are only
+    /// compared.
+    fn finds_stay_in_unit(&self) -> bool {
+        false
+    }
+
     /// The bound to prune with before any solution is known (for example a proven lower
     /// bound on the optimum minus one). `None` means no pruning until an incumbent exists.
     fn initial_bound(&self) -> Option<i64> {
@@ -279,6 +289,26 @@ pub trait Problem: Send + Sync + 'static {
     fn join_units(&self, units: &[UnitSpec]) -> Option<UnitSpec> {
         let _ = units;
         None
+    }
+
+    /// A bound on every solution of the unit `payload` (for `min`: a lower bound; for
+    /// `max`: an upper bound) that the problem proves from the payload alone, without
+    /// taking any worker's word (a bound a unit's creator wrote into it is not one). The
+    /// coordinator stores it when the unit is created and shows the open campaign's bound as
+    /// the weakest over its open units. The default: none.
+    fn bound_of_unit(&self, payload: &[u8]) -> Option<i64> {
+        let _ = payload;
+        None
+    }
+
+    /// The results this instance's proof takes as given because its parameters state them
+    /// (for example Topswops `--known` f(m), used as pruning bounds). The coordinator asks
+    /// once, when it creates the campaign from the parameters as given, stores the answer
+    /// and backs each premise with a proven campaign of the same database; while one is not
+    /// backed, a finished campaign is a conditional proof. Values the problem computed itself
+    /// are not premises. The default: none.
+    fn premises(&self) -> Vec<crate::premise::Premise> {
+        Vec::new()
     }
 
     /// The best solution restated once an exhaustive campaign has finished and so proven it

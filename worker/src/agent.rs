@@ -3,7 +3,7 @@
 //! and on shutdown checkpoints and hands its leases back.
 
 use grind_proto::v1 as pb;
-use grind_shared::problem::{Problem, ProblemError, UnitOutcome};
+use grind_shared::problem::{Problem, ProblemError, SolveContext, UnitOutcome};
 use grind_shared::registry;
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
@@ -823,11 +823,13 @@ impl Agent {
                 cpu::thread_seconds() - thread0
             };
             accounting.active.fetch_sub(1, Ordering::AcqRel);
+            let claim_bound = SolveContext::bound(unit_ctx.as_ref());
             unit_ctx.send(UnitEvent::Finished(Finished {
                 lease_id,
                 outcome,
                 cpu_seconds,
                 wall_seconds: wall0.elapsed().as_secs_f64(),
+                claim_bound,
             }));
         });
         self.running.insert(
@@ -944,6 +946,9 @@ impl Agent {
             }
             Ok(UnitOutcome::Count(count)) => result.count = count.to_string(),
             Ok(UnitOutcome::Searched { best, hits }) => {
+                // The claim: nothing in the unit beats the bound it was pruning against.
+                result.claims = true;
+                result.claim_bound = done.claim_bound;
                 if let Some(best) = best {
                     result.best_solution_json = best.solution.to_string();
                     result.best_score = best.score;
@@ -954,6 +959,8 @@ impl Agent {
                 result.samples = samples.iter().map(|s| s.to_string()).collect();
             }
             Ok(UnitOutcome::Expanded { best, children }) => {
+                result.claims = true;
+                result.claim_bound = done.claim_bound;
                 if let Some(best) = best {
                     result.best_solution_json = best.solution.to_string();
                     result.best_score = best.score;

@@ -112,6 +112,10 @@ pub struct Finished {
     pub cpu_seconds: f64,
     /// Wall seconds used.
     pub wall_seconds: f64,
+    /// The bound the solve was pruning against when it returned (its claim: nothing better
+    /// in the unit). Read on the solving thread before this is sent, so every improvement
+    /// that raised it was sent before it (see [`UnitContext`]'s `improve`).
+    pub claim_bound: Option<i64>,
 }
 
 /// An improvement found by a unit, to be reported to the coordinator.
@@ -228,12 +232,16 @@ impl SolveContext for UnitContext {
     }
 
     fn improve(&self, found: Scored) {
-        self.bound.offer(found.score);
+        // Reported before the bound moves: a unit finishing with a claim at this bound is
+        // then reported after this improvement, so the coordinator never sees a claim
+        // against a bound it has not heard of.
+        let score = found.score;
         self.send(UnitEvent::Improved(FoundImprovement {
             lease_id: self.lease_id,
             campaign_id: self.campaign_id,
             found,
         }));
+        self.bound.offer(score);
     }
 
     fn progress(&self, nodes: u64, fraction: Option<f64>) {

@@ -195,6 +195,7 @@ async fn show(
             "state": c.state,
             "value": value,
             "proven": c.proven,
+            "outcome": c.outcome,
             "reference": best_known,
             "score": score,
         }));
@@ -218,10 +219,9 @@ async fn show(
                 row["score"]
                     .as_f64()
                     .map_or("-".to_string(), |s| format!("{s:.4}")),
-                if row["proven"].as_bool() == Some(true) {
-                    "  (proven)"
-                } else {
-                    ""
+                match row["outcome"].as_str().map(crate::views::outcome_words) {
+                    Some(words) if !words.is_empty() => format!("  ({words})"),
+                    _ => String::new(),
                 }
             );
         }

@@ -5,6 +5,7 @@ pub mod admin;
 pub mod contest;
 pub mod db_lock;
 pub mod problem_args;
+pub mod proof;
 pub mod render;
 pub mod run;
 pub mod security;
@@ -52,6 +53,9 @@ pub enum Command {
     /// List or ban workers.
     #[command(subcommand)]
     Worker(admin::WorkerCommand),
+    /// Import proof records from other grind databases (offline, against the database).
+    #[command(subcommand)]
+    Proof(proof::ProofCommand),
     /// Create, list or revoke access tokens (offline, against the database).
     #[command(subcommand)]
     Token(security::TokenCommand),
@@ -195,6 +199,7 @@ pub async fn dispatch(cli: Cli) -> Result<(), CliError> {
         Command::Watch(args) => watch::watch(args).await,
         Command::Worker(cmd) => admin::worker(cmd).await,
         Command::Contest(cmd) => contest::contest(cmd).await,
+        Command::Proof(cmd) => proof::proof(cmd).await,
         Command::Token(cmd) => security::token(cmd),
         Command::Cert(cmd) => security::cert(cmd),
         Command::Backup(args) => security::backup(args),

@@ -35,6 +35,8 @@ pub fn campaign(c: &pb::CampaignStatus) -> Value {
         "value": (!c.value.is_empty()).then(|| c.value.clone()),
         "proven": c.proven,
         "outcome": c.outcome,
+        "rests_on": crate::views::premises_json(&c.premises),
+        "bound": c.bound,
         "solution": (!c.solution_json.is_empty()).then(|| parse_json(&c.solution_json)),
         "units": {
             "pending": units.pending,
@@ -103,6 +105,7 @@ pub fn run_summary(c: &pb::CampaignStatus, wall_seconds: f64) -> Value {
         "value": (!c.value.is_empty()).then(|| c.value.clone()),
         "proven": c.proven,
         "outcome": c.outcome,
+        "rests_on": crate::views::premises_json(&c.premises),
         "solution": (!c.solution_json.is_empty()).then(|| parse_json(&c.solution_json)),
         "campaign": c.campaign_id,
         "state": c.state,
@@ -131,6 +134,9 @@ pub fn run_human(c: &pb::CampaignStatus, wall_seconds: f64) -> String {
     );
     if !c.solution_json.is_empty() {
         out += &format!("solution: {}\n", c.solution_json);
+    }
+    if !c.premises.is_empty() {
+        out += &format!("rests on: {}\n", crate::views::premises_words(&c.premises));
     }
     out += &format!(
         "campaign {} {}: {} unit(s) done, {} failed, {:.3} s wall, {:.3} s CPU\n",
@@ -199,6 +205,20 @@ fn unit_counts(units: &pb::UnitCounts) -> String {
     out
 }
 
+/// The coordinator's bound on an optimisation campaign's optimum, for people: `optimum
+/// >= 42` (min) or `optimum <= 42` (max); `None` when it has none.
+pub fn bound_words(c: &pb::CampaignStatus) -> Option<String> {
+    let bound = c.bound?;
+    let relation = match c.objective.as_str() {
+        "min" => ">=",
+        "max" => "<=",
+        _ => return None,
+    };
+    Some(format!(
+        "optimum {relation} {bound} (the coordinator's bound)"
+    ))
+}
+
 /// One campaign for people (`grind campaign show`): one `field: value` line each.
 pub fn campaign_text(c: &pb::CampaignStatus) -> String {
     let units = c.units.unwrap_or_default();
@@ -211,13 +231,19 @@ pub fn campaign_text(c: &pb::CampaignStatus) -> String {
     out += &format!("state:    {}\n", c.state);
     let value = if c.value.is_empty() { "-" } else { &c.value };
     out += &format!(
-        "best:     {} = {}{}\n",
+        "best:     {} = {} ({})\n",
         c.objective,
         value,
-        if c.proven { " (proven)" } else { "" }
+        crate::views::outcome_words(&c.outcome)
     );
     if !c.solution_json.is_empty() {
         out += &format!("solution: {}\n", c.solution_json);
+    }
+    if !c.premises.is_empty() {
+        out += &format!("rests on: {}\n", crate::views::premises_words(&c.premises));
+    }
+    if let Some(words) = bound_words(c) {
+        out += &format!("bound:    {words}\n");
     }
     out += &format!("units:    {}\n", unit_counts(&units));
     out += &format!(

@@ -106,7 +106,12 @@ pub fn summary(c: &Value) -> String {
     };
     let value = c["value"].as_str().unwrap_or("—");
     let proven = match c["outcome"].as_str() {
-        Some(outcome @ ("proven_optimum" | "proven_none_reaches_target" | "exact_count")) => {
+        Some(
+            outcome @ ("proven_optimum"
+            | "proven_none_reaches_target"
+            | "conditional_proof"
+            | "exact_count"),
+        ) => {
             format!(" ({})", crate::views::outcome_words(outcome))
         }
         _ => String::new(),

@@ -10,7 +10,7 @@ use rusqlite::{params, OptionalExtension};
 use serde_json::{json, Value};
 
 use super::events::event;
-use super::{leases, units, Ctx, Usage};
+use super::{leases, premises, units, Ctx, Usage};
 use crate::error::Error;
 
 /// Settings of a new campaign.
@@ -130,6 +130,8 @@ pub fn create_campaign(ctx: &Ctx, new: &NewCampaign) -> Result<i64, Error> {
             new.target_lease_ms.unwrap_or(0),
         ])?;
     let id = ctx.conn.last_insert_rowid();
+    let premises = problem.premises();
+    premises::record(ctx, id, &premises)?;
     event(
         ctx.conn,
         ctx.now,
@@ -139,7 +141,8 @@ pub fn create_campaign(ctx: &Ctx, new: &NewCampaign) -> Result<i64, Error> {
         None,
         None,
         json!({"problem": new.problem, "params": canonical, "verify_rate": verify_rate,
-               "max_attempts": max_attempts, "solver_version": entry.solver_version}),
+               "max_attempts": max_attempts, "solver_version": entry.solver_version,
+               "premises": premises}),
     )?;
     Ok(id)
 }
@@ -185,6 +188,9 @@ pub fn maybe_finish_campaign(ctx: &Ctx, campaign_id: i64) -> Result<(), Error> {
         None,
         json!({"state": new_state, "failed_units": failed}),
     )?;
+    if new_state == "done" {
+        premises::back_dependents(ctx, campaign_id)?;
+    }
     Ok(())
 }
 

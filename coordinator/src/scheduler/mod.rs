@@ -14,6 +14,7 @@
 //! | [`donations`] | (none) | a worker splitting its leased unit |
 //! | [`pacing`] | (none) | how much work a lease carries: runs of units, joined units |
 //! | [`incumbents`] | (none) | offering a verified solution, the running bounds |
+//! | [`premises`] | `premises`, `proof_records` | proof chains: the values a proof takes as given and the campaigns or imported records that back them |
 //! | [`workers`] | `workers` | register, touch, standing, bans, checkpoint trust |
 //! | [`events`] | `events` | the append-only provenance log |
 //!
@@ -32,6 +33,7 @@ pub mod events;
 pub mod incumbents;
 pub mod leases;
 pub mod pacing;
+pub mod premises;
 pub mod results;
 pub mod settle;
 pub mod units;
@@ -90,7 +92,7 @@ pub struct ChildUnit {
     pub priority: i64,
 }
 
-/// Resource use reported with a result.
+/// Resource use and the search claim reported with a result.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Usage {
     /// Work items (search nodes) done.
@@ -101,6 +103,9 @@ pub struct Usage {
     pub wall_seconds: f64,
     /// The solver version the worker reports it ran (0: not reported).
     pub solver_version: u32,
+    /// A search run's claim: `Some(bound)` = "the unit holds nothing better than `bound`"
+    /// (`Some(None)`: nothing at all beyond what the run reports); `None`: no claim made.
+    pub claim: Option<Option<i64>>,
 }
 
 /// Where an offered incumbent comes from, recorded in its `improvement` event.

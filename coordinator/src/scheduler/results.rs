@@ -160,9 +160,11 @@ fn record_result(
     ctx.conn
         .prepare_cached(
             "INSERT INTO results (unit_id, campaign_id, lease_id, worker_id, value, solution, nodes,
-                 cpu_seconds, wall_seconds, created_ms, replica, status, solver_version, self_checked)
+                 cpu_seconds, wall_seconds, created_ms, replica, status, solver_version, self_checked,
+                 claims, claim_bound)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 'awaiting', ?12,
-                     ?11 AND EXISTS (SELECT 1 FROM results r WHERE r.unit_id = ?1 AND r.worker_id = ?4))",
+                     ?11 AND EXISTS (SELECT 1 FROM results r WHERE r.unit_id = ?1 AND r.worker_id = ?4),
+                     ?13, ?14)",
         )?
         .execute(params![
             lease.unit_id,
@@ -176,7 +178,9 @@ fn record_result(
             usage.wall_seconds,
             ctx.now,
             lease.replica,
-            usage.solver_version
+            usage.solver_version,
+            usage.claim.is_some(),
+            usage.claim.flatten()
         ])?;
     let result_id = ctx.conn.last_insert_rowid();
     event(
@@ -269,6 +273,17 @@ pub(crate) fn accept(ctx: &Ctx, result_ids: &[i64]) -> Result<(), Error> {
         .prepare_cached("UPDATE results SET status = 'accepted' WHERE id = ?1")?;
     for id in result_ids {
         accept.execute(params![id])?;
+    }
+    Ok(())
+}
+
+/// Rejects runs: a lie (a contradicted search claim) or a claim discarded with its liar.
+pub(crate) fn reject(ctx: &Ctx, result_ids: &[i64]) -> Result<(), Error> {
+    let mut reject = ctx
+        .conn
+        .prepare_cached("UPDATE results SET status = 'rejected' WHERE id = ?1")?;
+    for id in result_ids {
+        reject.execute(params![id])?;
     }
     Ok(())
 }

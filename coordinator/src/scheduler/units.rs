@@ -181,9 +181,10 @@ pub(crate) fn insert_units(
     first_seq: i64,
     units: &[NewUnit],
 ) -> Result<usize, Error> {
+    let problem = ctx.problems.get(ctx.conn, campaign_id)?;
     let mut insert = ctx.conn.prepare_cached(
-        "INSERT INTO units (campaign_id, seq, label, payload, state, parts)
-         VALUES (?1, ?2, ?3, ?4, 'pending', ?5)",
+        "INSERT INTO units (campaign_id, seq, label, payload, state, parts, bound)
+         VALUES (?1, ?2, ?3, ?4, 'pending', ?5, ?6)",
     )?;
     for (offset, unit) in units.iter().enumerate() {
         insert.execute(params![
@@ -191,7 +192,8 @@ pub(crate) fn insert_units(
             first_seq + offset as i64,
             unit.spec.label,
             unit.spec.payload,
-            unit.parts
+            unit.parts,
+            problem.bound_of_unit(&unit.spec.payload)
         ])?;
     }
     Ok(units.len())
@@ -206,6 +208,7 @@ pub(crate) fn insert_children(
     if children.is_empty() {
         return Ok(());
     }
+    let problem = ctx.problems.get(ctx.conn, lease.campaign_id)?;
     let mut added = 0i64;
     for child in children {
         let fresh = ctx
@@ -219,14 +222,15 @@ pub(crate) fn insert_children(
         }
         ctx.conn
             .prepare_cached(
-                "INSERT INTO units (campaign_id, seq, label, payload, state, priority)
-                 SELECT ?1, next_seq, ?2, ?3, 'pending', ?4 FROM campaigns WHERE id = ?1",
+                "INSERT INTO units (campaign_id, seq, label, payload, state, priority, bound)
+                 SELECT ?1, next_seq, ?2, ?3, 'pending', ?4, ?5 FROM campaigns WHERE id = ?1",
             )?
             .execute(params![
                 lease.campaign_id,
                 child.label,
                 child.payload,
-                child.priority
+                child.priority,
+                problem.bound_of_unit(&child.payload)
             ])?;
         campaigns::advance_sequence(ctx, lease.campaign_id, 1)?;
         added += 1;
@@ -384,6 +388,18 @@ pub(crate) fn mark_done(ctx: &Ctx, unit_id: i64, value: &str) -> Result<(), Erro
                  replica_needed = 0 WHERE id = ?1",
         )?
         .execute(params![unit_id, value, ctx.now])?;
+    Ok(())
+}
+
+/// Puts a finished unit back to pending, to run from its beginning: its accepted result
+/// came from a worker caught lying elsewhere in the campaign.
+pub(crate) fn run_again(ctx: &Ctx, unit_id: i64) -> Result<(), Error> {
+    ctx.conn
+        .prepare_cached(
+            "UPDATE units SET state = 'pending', value = NULL, done_ms = NULL, lease_id = NULL,
+                 replica_needed = 0, cursor = NULL, attempts = 0 WHERE id = ?1",
+        )?
+        .execute(params![unit_id])?;
     Ok(())
 }
 

@@ -8,6 +8,7 @@
 //! or scripts (the `Content-Security-Policy` forbids them): bars are SVG shapes whose sizes
 //! are attributes.
 
+use grind_proto::v1 as pb;
 use maud::{html, Markup};
 
 use super::data::{CampaignRow, Event, Improvement, WorkerRow};
@@ -34,12 +35,56 @@ fn badge(state: &str) -> Markup {
     html! { span class={ "badge s-" (state) } data-k="state" { (state) } }
 }
 
-fn proven(yes: bool) -> Markup {
+/// What the value means, in the CLI's words (`views::outcome_words`); the code of the
+/// outcome and whether it is a full proof as data attributes.
+fn outcome(s: &pb::CampaignStatus) -> Markup {
+    let words = crate::views::outcome_words(&s.outcome);
+    let words = if words.is_empty() { "—" } else { words };
     html! {
-        @if yes {
-            span.proven data-k="proven" data-v="true" { "proven" }
-        } @else {
-            span.muted data-k="proven" data-v="false" { "no" }
+        span class=(if s.proven { "proven" } else { "muted" }) data-k="outcome"
+            data-v=(s.outcome) data-proven=(s.proven) { (words) }
+    }
+}
+
+/// The results the proof takes as given and what backs each (nothing when none).
+fn rests_on(s: &pb::CampaignStatus) -> Markup {
+    html! {
+        @if !s.premises.is_empty() {
+            h2 { "Rests on" }
+            p.small {
+                "Values the parameters state. Each is backed by a finished, proven campaign "
+                "of this database that proved exactly that value; while one is not, the "
+                "result is proven only given them."
+            }
+            table data-k="premises" {
+                thead { tr { th { "Value" } th.num { "Stated" } th { "Backed by" } } }
+                tbody {
+                    @for p in &s.premises {
+                        tr data-premise=(p.label) {
+                            td { (p.label) }
+                            td.num { (p.value) }
+                            td {
+                                @if p.backed_by > 0 {
+                                    a href={ "/campaigns/" (p.backed_by) } data-k="backed-by" {
+                                        "campaign " (p.backed_by)
+                                    }
+                                } @else if p.backed_by_record > 0 {
+                                    span data-k="backed-by" {
+                                        "imported proof record " (p.backed_by_record)
+                                    }
+                                } @else if p.contradicted_by > 0 {
+                                    span.muted data-k="backed-by" {
+                                        "not backed: campaign " (p.contradicted_by)
+                                        " proved another value"
+                                    }
+                                } @else {
+                                    span.muted data-k="backed-by" { "not backed" }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
         }
     }
 }
@@ -142,7 +187,7 @@ pub fn campaigns(rows: &[CampaignRow]) -> Markup {
                 table #campaigns {
                     thead { tr {
                         th { "#" } th { "Problem" } th.params { "Parameters" } th { "State" }
-                        th.num { "Best" } th { "Proven" } th { "Progress" }
+                        th.num { "Best" } th { "Outcome" } th { "Progress" }
                         th.num { "Pending" }
                         th.num title="done once, waiting for a replica run on another worker" { "Verifying" }
                         th.num { "Leased" } th.num { "Done" } th.num { "Failed" }
@@ -174,7 +219,7 @@ fn campaign_row(row: &CampaignRow) -> Markup {
             td.params { (params_cell(&s.problem, &s.params_json)) }
             td { (badge(&s.state)) }
             td.num data-k="value" { (value_text(row)) }
-            td { (proven(s.proven)) }
+            td { (outcome(s)) }
             td { (progress_bar(&row.estimate)) }
             td.num data-k="pending" { (u.pending) }
             td.num data-k="verifying" { (u.verifying) }
@@ -202,7 +247,10 @@ pub fn campaign(d: &CampaignDetail) -> Markup {
         h1 data-campaign=(id) { "Campaign " (id) " · " (s.problem) " " (badge(&s.state)) }
         div.cards {
             (card("best value", html! { span data-k="value" { (value_text(&d.row)) } }))
-            (card("proven", proven(s.proven)))
+            (card("outcome", outcome(s)))
+            @if let Some(words) = render::bound_words(s) {
+                (card("bound", html! { span data-k="bound" { (words) } }))
+            }
             (card("progress", progress_bar(&d.row.estimate)))
             (card("ETA", eta(&d.row)))
             (card("units done", html! {
@@ -242,6 +290,7 @@ pub fn campaign(d: &CampaignDetail) -> Markup {
         }
         h2 { "Parameters" }
         (params_cell(&s.problem, &s.params_json))
+        (rests_on(s))
         h2 { "Incumbent" }
         @if let Some(drawing) = &d.drawing { div.drawing { (drawing) } }
         @match &d.rendering {

@@ -557,6 +557,14 @@ impl Problem for Grid {
         verify::score(&self.grid, solution).map(|cost| cost as i64)
     }
 
+    /// Every walk costs at least the minimum spanning tree's weight, whichever subproblems
+    /// the unit holds; the `lower` a unit carries is its creator's word (a worker's, for
+    /// donated units), so it is not used here.
+    fn bound_of_unit(&self, payload: &[u8]) -> Option<i64> {
+        let _ = payload;
+        (self.params.strategy == Strategy::Exact).then_some(self.tree_bound as i64)
+    }
+
     fn proven_solution(&self, solution: &Value) -> Option<Value> {
         // Only the exact strategy proves anything; its optimum is its own lower bound.
         if self.params.strategy != Strategy::Exact {

@@ -361,6 +361,11 @@ impl Problem for Sieve {
         !self.params.heuristic
     }
 
+    /// The exact branch-and-bound reports games of its unit's own leaves.
+    fn finds_stay_in_unit(&self) -> bool {
+        !self.params.heuristic
+    }
+
     fn initial_bound(&self) -> Option<i64> {
         // Exact mode searches only for games at least as good as the starting game (one of
         // the units finds it or better again).

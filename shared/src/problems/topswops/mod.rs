@@ -23,6 +23,7 @@ use serde_json::{json, Value};
 use std::sync::Mutex;
 
 use crate::coverage::{check_range_donation, RangeUnit};
+use crate::premise::Premise;
 use crate::problem::{
     Objective, Problem, ProblemError, Scored, SolveContext, SplitBatch, UnitOutcome, UnitSpec,
 };
@@ -48,6 +49,12 @@ pub struct TopswopsParams {
     #[arg(long, value_delimiter = ',')]
     #[serde(default)]
     pub known: Option<Vec<u32>>,
+    /// Not a flag: set by construction when `known` holds values this problem's own search
+    /// computed (n <= 14 without --known), so that they are no premises of the proof. Stated
+    /// values (--known) are premises: see [`Problem::premises`].
+    #[arg(skip)]
+    #[serde(default)]
+    pub known_computed: bool,
     /// Branch-path depth of the root split into units (default: chosen from n).
     #[arg(long)]
     #[serde(default)]
@@ -70,6 +77,9 @@ pub struct Topswops {
     /// Set in heuristic mode: every Problem method is delegated to it.
     heuristic: Option<heuristic::Heuristic>,
     direction: search::Direction,
+    /// True when f(1..n-1) came from the parameters (`--known`), not from this problem's own
+    /// search: then they are premises of the proof (see [`Problem::premises`]).
+    known_stated: bool,
 }
 
 impl ProblemDef for Topswops {
@@ -117,6 +127,7 @@ impl ProblemDef for Topswops {
                 heuristic: Some(found),
                 // Unused: every Problem method goes to the heuristic.
                 direction: search::Direction::Forward,
+                known_stated: false,
             });
         }
         if n == 0 || n as usize > search::MAX_N {
@@ -125,12 +136,21 @@ impl ProblemDef for Topswops {
                 search::MAX_N
             )));
         }
+        if params.known_computed && (params.known.is_none() || n > AUTO_KNOWN_MAX_N) {
+            return Err(ProblemError::InvalidParams(format!(
+                "known_computed marks f(m) this problem computed itself: only with known, and \
+                 only up to n = {AUTO_KNOWN_MAX_N}"
+            )));
+        }
         let known = match params.known.take() {
             Some(known) => {
                 validate_known(n, &known)?;
                 known
             }
-            None if n <= AUTO_KNOWN_MAX_N => maxima_below(n)?,
+            None if n <= AUTO_KNOWN_MAX_N => {
+                params.known_computed = true;
+                maxima_below(n)?
+            }
             None => {
                 return Err(ProblemError::InvalidParams(format!(
                     "--n {n} needs --known f(1),...,f({}) (prove them first, e.g. with \
@@ -162,6 +182,7 @@ impl ProblemDef for Topswops {
         // trees, so a campaign keeps its direction even if the default rule changes.
         params.direction = Some(direction.to_string());
         Ok(Topswops {
+            known_stated: !params.known_computed,
             params,
             tail_bounds,
             heuristic: None,
@@ -463,6 +484,11 @@ impl Problem for Topswops {
         self.heuristic.is_none()
     }
 
+    /// The exact search reports decks of its unit's own leaves.
+    fn finds_stay_in_unit(&self) -> bool {
+        self.heuristic.is_none()
+    }
+
     fn split_from(
         &self,
         cursor: Option<&[u8]>,
@@ -481,6 +507,22 @@ impl Problem for Topswops {
 
     fn parse_submission(&self, text: &str) -> Result<Value, ProblemError> {
         heuristic::parse_submission(text)
+    }
+
+    /// Stated f(m) (`--known`) are premises: f(1) = 0 needs no proof, every other value is
+    /// backed by a proven campaign `topswops --n m` or the result is a conditional proof.
+    fn premises(&self) -> Vec<Premise> {
+        if !self.known_stated || self.heuristic.is_some() {
+            return Vec::new();
+        }
+        (2..self.n() as usize)
+            .map(|m| Premise {
+                label: format!("f({m})"),
+                problem: <Topswops as ProblemDef>::NAME.to_string(),
+                params: json!({ "n": m }),
+                value: i64::from(self.tail_bounds[m]),
+            })
+            .collect()
     }
 
     fn initial_bound(&self) -> Option<i64> {
@@ -754,6 +796,52 @@ impl Observer for UnitObserver<'_> {
         } else {
             self.refused
                 .store(true, std::sync::atomic::Ordering::Release);
+        }
+    }
+}
+
+#[cfg(test)]
+mod premise_tests {
+    use super::*;
+
+    fn build(params: Value) -> Topswops {
+        Topswops::from_params(serde_json::from_value(params).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn stated_maxima_are_premises_and_computed_ones_are_not() {
+        // f(1..5) = 0, 1, 2, 4, 7 (OEIS A000375).
+        let stated = build(json!({"n": 6, "known": [0, 1, 2, 4, 7]}));
+        let premises = stated.premises();
+        let named: Vec<_> = premises
+            .iter()
+            .map(|p| (p.label.as_str(), p.params["n"].as_u64(), p.value))
+            .collect();
+        assert_eq!(
+            named,
+            [
+                ("f(2)", Some(2), 1),
+                ("f(3)", Some(3), 2),
+                ("f(4)", Some(4), 4),
+                ("f(5)", Some(5), 7)
+            ]
+        );
+        assert!(premises.iter().all(|p| p.problem == "topswops"));
+        // Without --known the problem proves f(1..5) itself: nothing is taken as given, also
+        // when the instance is rebuilt from its stored (canonical) parameters.
+        let computed = build(json!({"n": 6}));
+        assert!(computed.premises().is_empty());
+        assert_eq!(computed.params.known, stated.params.known);
+        let rebuilt = build(serde_json::to_value(&computed.params).unwrap());
+        assert!(rebuilt.premises().is_empty());
+        // The mark is only for values computed here: not alone, not past n = 14.
+        for bad in [
+            json!({"n": 6, "known_computed": true}),
+            json!({"n": 15, "known_computed": true,
+                   "known": [0, 1, 2, 4, 7, 10, 16, 22, 30, 38, 51, 65, 80, 101]}),
+        ] {
+            let params = serde_json::from_value(bad).unwrap();
+            assert!(Topswops::from_params(params).is_err());
         }
     }
 }
