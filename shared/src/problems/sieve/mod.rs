@@ -111,7 +111,8 @@ impl ProblemDef for Sieve {
     const ABOUT: &'static str =
         "Ginnow's sieve / the Taxman game (A019312): proven best score on 1..N, or a good game fast";
     // 2: anytime campaigns are rounds of neighbourhood-search units with a step budget.
-    const SOLVER_VERSION: u32 = 2;
+    // 3: their units kick out of local optima, with larger regions and band regions.
+    const SOLVER_VERSION: u32 = 3;
     type Params = SieveParams;
 
     fn from_params(params: SieveParams) -> Result<Self, ProblemError> {
