@@ -10,6 +10,15 @@
 //! replaces the current game. The search is budgeted in nodes, so a step is deterministic
 //! given the game and the random state: a run is a function of its start and seed.
 //!
+//! Such steps never lose, so a run stalls in a local optimum: at N = 1000 the best game it
+//! kept and the published one share their upper half but differ in nine numbers of
+//! 212..496 each way, with some sixty of their pairs re-matched, a change no single region
+//! holds. So the run is an *iterated* local search ([`Lns::tick`]): every few steps a
+//! *kick* ([`Lns::kick`]) goes back to the best game seen, forbids a few of a region's
+//! current pairs ([`Searcher::exclude_at_root`]) and takes the best repair that loses at
+//! most a given slack; the plain steps then climb from there, and the run keeps its best
+//! game apart from the current one.
+//!
 //! [`chain`] builds a start for N from a smaller N0: a game for m - 1 is also legal on
 //! 1..=m, so it is carried to m, finished, and repaired around m (most changes from m - 1
 //! to m are the insertion of m or a small swap near it).
