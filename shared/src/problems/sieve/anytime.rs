@@ -17,20 +17,33 @@ use crate::problem::{ProblemError, Scored, SolveContext, SplitBatch, UnitOutcome
 
 /// Rounds in a row without improvement after which a campaign ends.
 pub const IDLE_ROUNDS: u32 = 3;
-/// Numbers in a destroyed region (a step picks one of these sizes at random).
-pub const REGION_SIZES: [usize; 3] = [40, 100, 160];
+/// Most numbers in a destroyed region (steps and chains alike; see [`region_size`]).
+pub const MAX_REGION: usize = 300;
 /// Branch-and-bound nodes a repair may spend.
-pub const REPAIR_NODES: u64 = 1_000;
+pub const REPAIR_NODES: u64 = 2_000;
+/// Steps between kicks of a unit's iterated local search ([`lns::Schedule`]).
+pub const KICK_EVERY: u64 = 64;
+/// Points a kick may lose.
+pub const KICK_SLACK: i64 = 60;
+/// Pairs a kick forbids.
+pub const KICK_PAIRS: usize = 2;
 /// How far below N a round-0 chain starts.
-pub const CHAIN_LENGTH: u32 = 200;
+pub const CHAIN_LENGTH: u32 = 50;
 /// Repair steps around m for each m of the chain.
 pub const CHAIN_STEPS: u64 = 4;
 
+/// Numbers in a destroyed region at N: a third of them, at least 40, at most
+/// [`MAX_REGION`] (regions of 300 reach better games at N = 1000 than a mix of 40 to 160
+/// did; a region of every number makes each step a whole exact search at small N).
+pub fn region_size(n: u32) -> usize {
+    (n as usize / 3).clamp(40, MAX_REGION)
+}
+
 /// Steps of about `seconds` of one core at N: a step costs about c * N microseconds (a
-/// repair rebuilds the restricted matching and finds cycles over all N numbers), with c
-/// measured on the development machine (see BENCHMARKS.md).
+/// repair rebuilds the restricted matching and searches up to [`REPAIR_NODES`] nodes of
+/// O(N) each), with c measured on the development machine (see BENCHMARKS.md).
 pub fn steps_for(n: u32, seconds: u32) -> u64 {
-    let micros_per_step = (u64::from(n.max(1)) * 3 / 2).max(50);
+    let micros_per_step = (u64::from(n.max(1)) * 3).max(50);
     (u64::from(seconds) * 1_000_000 / micros_per_step).max(1)
 }
 
@@ -164,7 +177,7 @@ impl Plan {
                 from,
                 n,
                 seed,
-                REGION_SIZES[1],
+                region_size(n),
                 REPAIR_NODES,
                 200,
                 CHAIN_STEPS,
@@ -181,7 +194,7 @@ impl Plan {
         let mut run = Lns::new(n, &moves, seed)
             .map_err(|e| ProblemError::InvalidUnit(format!("sieve: starting game: {e}")))?;
         let report = |run: &Lns| {
-            let (moves, score) = run.game();
+            let (moves, score) = run.best();
             if ctx.bound().is_none_or(|b| score > b) {
                 ctx.improve(Scored {
                     solution: solution(moves, score),
@@ -190,7 +203,13 @@ impl Plan {
             }
         };
         report(&run);
-        let mut sizes = Rng::new(seed ^ 0x5EED);
+        let plan = lns::Schedule {
+            sizes: &[region_size(n)],
+            nodes: REPAIR_NODES,
+            kick_every: KICK_EVERY,
+            slack: KICK_SLACK,
+            kick_pairs: KICK_PAIRS,
+        };
         for step in 0..steps {
             if step % 32 == 0 {
                 if ctx.stop_requested() {
@@ -198,13 +217,12 @@ impl Plan {
                 }
                 ctx.progress(step, Some(step as f64 / steps as f64));
             }
-            let size = REGION_SIZES[sizes.below(REGION_SIZES.len() as u64) as usize];
-            if run.step(size, REPAIR_NODES) {
+            if run.tick(&plan) {
                 report(&run);
             }
         }
         ctx.progress(steps, Some(1.0));
-        let (moves, score) = run.game();
+        let (moves, score) = run.best();
         Ok(UnitOutcome::Searched {
             best: Some(Scored {
                 solution: solution(moves, score),

@@ -5,7 +5,8 @@
 //! Exact mode (`--n N`, or a family `--n-from A --n-to B`) proves the optimum by
 //! branch-and-bound over pairings (selected number, principal factor) with a
 //! maximum-weight-matching bound ([`search`], [`matching`]). A deterministic heuristic run
-//! gives the campaign its starting bound; the splitter expands the search tree, largest
+//! (a probe search, and for N in [`PROBE_LNS_RANGE`] the anytime mode's neighbourhood search
+//! with a fixed seed and step count, [`probe_lns`]) gives the campaign its starting bound; the splitter expands the search tree, largest
 //! bound gap first, into many units named by tree paths ([`unit`]); long units donate their
 //! untried subtrees. Anytime mode (`--heuristic [--units U] [--unit-seconds S]`) runs rounds
 //! of U large-neighbourhood-search units of about S seconds of a core each ([`anytime`],
@@ -51,6 +52,51 @@ pub const PROBE_NODES: u64 = 20_000;
 /// units).
 pub fn probe_nodes(n: u32) -> u64 {
     (PROBE_NODES * 1000 / u64::from(n.max(1))).clamp(1_000, PROBE_NODES)
+}
+
+/// Exact campaigns for N in this range also run a deterministic neighbourhood search for
+/// their starting game ([`probe_lns`]): below it the probe's game is close enough, above it
+/// no exact proof is in reach and campaign creation should stay quick.
+pub const PROBE_LNS_RANGE: std::ops::RangeInclusive<u32> = 401..=2_000;
+/// Steps of that search (after its chain from N - 50).
+pub const PROBE_LNS_STEPS: u64 = 1_000;
+
+/// The starting game of an exact campaign from the anytime mode's search with a fixed seed
+/// and step count (so a function of N alone, like the probe): a chain from N - 50 and
+/// [`PROBE_LNS_STEPS`] steps. A better starting game is a higher bar for every unit, so it
+/// prunes more; the search stays exact (units look for games at least as good as it). `None`
+/// outside [`PROBE_LNS_RANGE`].
+pub fn probe_lns(n: u32) -> Option<Game> {
+    if !PROBE_LNS_RANGE.contains(&n) {
+        return None;
+    }
+    const SEED: u64 = 0x7A_7A11;
+    let size = anytime::region_size(n);
+    let from = n.saturating_sub(anytime::CHAIN_LENGTH).max(1);
+    let moves = lns::chain(
+        from,
+        n,
+        SEED,
+        size,
+        anytime::REPAIR_NODES,
+        200,
+        anytime::CHAIN_STEPS,
+        &|| false,
+    )
+    .ok()??;
+    let mut run = lns::Lns::new(n, &moves, SEED).ok()?;
+    let plan = lns::Schedule {
+        sizes: &[size],
+        nodes: anytime::REPAIR_NODES,
+        kick_every: anytime::KICK_EVERY,
+        slack: anytime::KICK_SLACK,
+        kick_pairs: anytime::KICK_PAIRS,
+    };
+    for _ in 0..PROBE_LNS_STEPS {
+        run.tick(&plan);
+    }
+    let (moves, score) = run.best();
+    Some((moves.to_vec(), score))
 }
 
 /// Parameters of the sieve.
@@ -111,7 +157,8 @@ impl ProblemDef for Sieve {
     const ABOUT: &'static str =
         "Ginnow's sieve / the Taxman game (A019312): proven best score on 1..N, or a good game fast";
     // 2: anytime campaigns are rounds of neighbourhood-search units with a step budget.
-    const SOLVER_VERSION: u32 = 2;
+    // 3: their units kick out of local optima, with larger regions and band regions.
+    const SOLVER_VERSION: u32 = 3;
     type Params = SieveParams;
 
     fn from_params(params: SieveParams) -> Result<Self, ProblemError> {
@@ -200,15 +247,20 @@ impl Sieve {
             let end = searcher.search(&[], None, None, &budget);
             // Large N can exhaust the budget before the first leaf: fall back on the greedy
             // game, so that every campaign starts with a bound.
-            let game = budget
+            let mut game = budget
                 .best
                 .into_inner()
                 .expect("poisoned")
                 .or_else(|| Some(searcher.greedy_game()));
-            Probe {
-                game,
-                complete: end == Ok(SearchEnd::Done),
+            let complete = end == Ok(SearchEnd::Done);
+            if !complete {
+                if let Some(better) =
+                    probe_lns(self.n).filter(|b| game.as_ref().is_none_or(|g| b.1 > g.1))
+                {
+                    game = Some(better);
+                }
             }
+            Probe { game, complete }
         })
     }
 

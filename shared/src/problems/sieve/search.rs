@@ -151,6 +151,13 @@ impl Searcher {
         self.stats = SearchStats::default();
     }
 
+    /// Removes the edge (big, small) from the root (a neighbourhood search that must not
+    /// use that pair; the root's matching stays optimal).
+    pub fn exclude_at_root(&mut self, big: u32, small: u32) {
+        self.root
+            .exclude(&self.graph, big, small, &mut self.scratch);
+    }
+
     /// The root's upper bound (the heaviest matching with (P, 1) fixed).
     pub fn root_bound(&self) -> i64 {
         self.root.bound()

@@ -506,3 +506,14 @@ fn recorded_values_agree_with_the_published_table() {
         .collect();
     assert_eq!(found, DISAGREEMENTS, "(N, published, proven)");
 }
+
+#[test]
+fn the_searched_starting_game_is_legal_and_only_in_its_range() {
+    assert_eq!(probe_lns(*PROBE_LNS_RANGE.start() - 1), None);
+    assert_eq!(probe_lns(*PROBE_LNS_RANGE.end() + 1), None);
+    let n = *PROBE_LNS_RANGE.start();
+    let (moves, score) = probe_lns(n).expect("in range");
+    let moves: Vec<u64> = moves.into_iter().map(u64::from).collect();
+    assert_eq!(game::replay(n, &moves), Ok(score as u64));
+    assert!(score <= search::Searcher::new(n).root_bound());
+}
