@@ -34,9 +34,6 @@ const TOKEN_REFUSAL_GRACE: Duration = Duration::from_secs(3);
 const TOKEN_RETRY: Duration = Duration::from_millis(500);
 /// Most units a lease slot takes when the coordinator grants tiny units in runs.
 const RUN_UNITS_PER_SLOT: u32 = 256;
-/// How long an idle worker lets the coordinator hold a lease call open until work appears
-/// (the coordinator caps it too).
-const IDLE_LEASE_WAIT_MS: u32 = 2_000;
 /// Most completions sent in one `CompleteBatch`.
 const MAX_BATCH: usize = 1024;
 /// Most leases queued per thread ahead of free threads (tiny units, long round trips).
@@ -703,7 +700,11 @@ impl Agent {
         }
         // A worker with nothing to do lets the coordinator hold the call until work appears.
         let idle = self.running.is_empty() && self.queued.is_empty() && self.outbox.is_empty();
-        let wait_ms = if idle { IDLE_LEASE_WAIT_MS } else { 0 };
+        let wait_ms = if idle {
+            self.config.idle_lease_wait_ms
+        } else {
+            0
+        };
         let request = pb::LeaseRequest {
             worker_id: self.worker_id,
             capacity: free as u32,

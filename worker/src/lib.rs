@@ -28,6 +28,11 @@ pub struct WorkerConfig {
     pub max_runtime: Option<std::time::Duration>,
     /// Work only while the rest of the machine is idle (see [`idle`]).
     pub idle_only: bool,
+    /// How long, in ms, a worker with nothing to do lets the coordinator hold its lease call
+    /// open until work appears (0: poll at the coordinator's interval instead). A held call
+    /// is waited out before a stop takes effect, so a stop of an idle worker may take this
+    /// long.
+    pub idle_lease_wait_ms: u32,
 }
 
 impl WorkerConfig {
@@ -42,6 +47,7 @@ impl WorkerConfig {
             access: connect::Access::default(),
             max_runtime: None,
             idle_only: false,
+            idle_lease_wait_ms: 2_000,
         }
     }
 }

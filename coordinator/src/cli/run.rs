@@ -151,6 +151,9 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
         let mut config = grind_worker::WorkerConfig::new(&url);
         config.threads = threads;
         config.name = format!("{}-local-{index}", config.host);
+        // The run ends when its campaigns do: an idle worker must see the stop at once, not
+        // after a held lease call (the campaigns exist before the workers start).
+        config.idle_lease_wait_ms = 0;
         workers.push(tokio::spawn(grind_worker::run(
             config,
             wait_for(workers_stop.clone()),
