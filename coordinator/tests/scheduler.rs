@@ -59,6 +59,23 @@ fn count(value: &str) -> Option<pb::UnitResult> {
 }
 
 impl Rig {
+    /// Lets `worker` search every Topswops unit of `campaign` it is granted, honestly,
+    /// until nothing is left to grant.
+    async fn search_honestly(&self, campaign: i64, worker: i64) {
+        let status = self.coordinator.campaign(campaign).await.unwrap();
+        let problem = grind_shared::registry::instantiate("topswops", &status.params_json).unwrap();
+        for _ in 0..1_000 {
+            let grants = self.lease(worker, 64).await;
+            if grants.is_empty() {
+                break;
+            }
+            for grant in &grants {
+                let result = honest_search(problem.as_ref(), grant);
+                self.complete(worker, grant, Some(result)).await.unwrap();
+            }
+        }
+    }
+
     async fn campaign(&self, params: serde_json::Value) -> i64 {
         self.coordinator
             .create_campaigns(pb::CreateCampaignRequest {
@@ -867,18 +884,7 @@ async fn a_search_worker_caught_lying_loses_its_unreplicated_claims() {
         "some claims stand alone, some wait for a replica: {after_lies:?}"
     );
     // The honest worker runs what is left: replicas first, then whatever is put back.
-    let status = rig.coordinator.campaign(campaign).await.unwrap();
-    let problem = grind_shared::registry::instantiate("topswops", &status.params_json).unwrap();
-    for _ in 0..1_000 {
-        let grants = rig.lease(honest, 64).await;
-        if grants.is_empty() {
-            break;
-        }
-        for grant in &grants {
-            let result = honest_search(problem.as_ref(), grant);
-            rig.complete(honest, grant, Some(result)).await.unwrap();
-        }
-    }
+    rig.search_honestly(campaign, honest).await;
     let done = rig.coordinator.campaign(campaign).await.unwrap();
     assert_eq!(
         (done.state.as_str(), done.value.as_str(), done.proven),
@@ -952,18 +958,7 @@ async fn a_claim_weaker_than_any_shared_bound_is_not_counted() {
     rig.complete(vague, &grant, Some(claim)).await.unwrap();
     let units = rig.units(campaign).await;
     assert_eq!(units.done, 0, "the unit was counted on a vacuous claim");
-    let status = rig.coordinator.campaign(campaign).await.unwrap();
-    let problem = grind_shared::registry::instantiate("topswops", &status.params_json).unwrap();
-    for _ in 0..1_000 {
-        let grants = rig.lease(honest, 64).await;
-        if grants.is_empty() {
-            break;
-        }
-        for grant in &grants {
-            let result = honest_search(problem.as_ref(), grant);
-            rig.complete(honest, grant, Some(result)).await.unwrap();
-        }
-    }
+    rig.search_honestly(campaign, honest).await;
     let done = rig.coordinator.campaign(campaign).await.unwrap();
     // OEIS A000375: f(7) = 16.
     assert_eq!((done.value.as_str(), done.proven), ("16", true));
