@@ -134,6 +134,20 @@ impl Rig {
             .leases
     }
 
+    /// Asks for leases as a worker that takes runs of up to `max_units` units.
+    async fn lease_runs(&self, worker: i64, capacity: u32, max_units: u32) -> Vec<pb::LeaseGrant> {
+        self.coordinator
+            .lease(pb::LeaseRequest {
+                worker_id: worker,
+                capacity,
+                max_units,
+                wait_ms: 0,
+            })
+            .await
+            .unwrap()
+            .leases
+    }
+
     /// Sends one worker's heartbeat on one lease.
     async fn heartbeat(&self, worker: i64, progress: pb::LeaseProgress) -> pb::HeartbeatReply {
         self.coordinator
@@ -565,17 +579,7 @@ async fn tiny_units_are_granted_in_runs_that_fill_the_target_lease() {
     let plain = rig.lease(worker, 2).await;
     assert_eq!(plain.len(), 2);
     // Measured at 10 ms a unit: a 100 ms lease holds 10 units, so 2 slots get 20.
-    let runs = rig
-        .coordinator
-        .lease(pb::LeaseRequest {
-            worker_id: worker,
-            capacity: 2,
-            max_units: 512,
-            wait_ms: 0,
-        })
-        .await
-        .unwrap()
-        .leases;
+    let runs = rig.lease_runs(worker, 2, 512).await;
     assert_eq!(runs.len(), 20);
     let mut units: Vec<i64> = runs.iter().map(|g| g.unit_id).collect();
     units.dedup();
@@ -649,17 +653,7 @@ async fn a_campaign_with_pacing_off_keeps_one_unit_per_slot_as_split() {
         .unwrap();
     let worker = rig.worker("w").await;
     for _ in 0..40 {
-        let grants = rig
-            .coordinator
-            .lease(pb::LeaseRequest {
-                worker_id: worker,
-                capacity: 1,
-                max_units: 512,
-                wait_ms: 0,
-            })
-            .await
-            .unwrap()
-            .leases;
+        let grants = rig.lease_runs(worker, 1, 512).await;
         assert_eq!(grants.len(), 1, "one unit per slot");
         let [start, end] = [0, 8]
             .map(|at| u64::from_le_bytes(grants[0].unit_payload[at..at + 8].try_into().unwrap()));
