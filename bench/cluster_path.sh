@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Issue 18's end-to-end figures, each side by side with its reference in the same run:
 #   - grind run topswops --n 13 --workers 1 --threads 1  vs  the C forward search (discovery,
-#     bench/topswops_ref.c -d, cc -O2), wall seconds of each process;
+#     bench/topswops_ref.c -d, cc -O2), wall seconds of each process, twice: told f(13) - 1
+#     as its starting bound (-d), and starting from f(12) (-d -f 65), which is what grind
+#     knows (grind computes f(1..12) itself; the C program has them compiled in);
 #   - grind run housie count (1,554 tiny units);
 #   - grind run primes --to 2000000000 with --unit 100000 (20,000 units) vs --unit 200000000
 #     (10 units).
@@ -31,6 +33,7 @@ timed() { # label command...
 
 for _ in $(seq "$rounds"); do
   timed "C forward search n=13 (discovery)" "$build/topswops_ref" 13 -d
+  timed "C forward search n=13 (from f(12))" "$build/topswops_ref" 13 -d -f 65
   timed "grind run topswops --n 13 -w1 -t1" "$grind" run topswops --n 13 --workers 1 --threads 1 --json
   timed "grind run housie count" "$grind" run housie count --json
   timed "grind run primes 2e9 --unit 200000000" "$grind" run primes --to 2000000000 --unit 200000000 --json

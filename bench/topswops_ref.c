@@ -24,9 +24,10 @@
  *   below k and positions 2..s hold another card that can never reach the top (card 1, a known
  *   card above s, or more unknown cards than unused values 2..s).
  *
- * Usage: topswops_ref N [-t TARGET] [-d] [-s] [-p] [-b]
+ * Usage: topswops_ref N [-t TARGET] [-d [-f FROM]] [-s] [-p] [-b]
  *   default: proof mode at target f(N) (known values, OEIS A000375); -d discovery mode
- *   (bound starts at f(N)-1 and rises); -s skip fixed points in proof mode; -p portable kernel;
+ *   (bound starts at f(N)-1 and rises; with -f F it starts at F instead, e.g. F = f(N-1), what
+ *   a search that is not told f(N) knows); -s skip fixed points in proof mode; -p portable kernel;
  *   -b backward search (SSSE3 kernel only, n <= 16).
  *   Tail bounds: the known f(m), m < N. Prints n, mode, seconds (thread CPU time), nodes,
  *   nodes/s, decks, max.
@@ -320,7 +321,7 @@ static double cpu_now(void) {
 
 int main(int argc, char **argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: %s N [-t TARGET] [-d] [-s] [-p]\n", argv[0]);
+        fprintf(stderr, "usage: %s N [-t TARGET] [-d [-f FROM]] [-s] [-p] [-b]\n", argv[0]);
         return 2;
     }
     n = atoi(argv[1]);
@@ -329,10 +330,12 @@ int main(int argc, char **argv) {
         return 2;
     }
     long target = KNOWN_F[n];
+    long from = -1;
     int portable = 0, backward = 0;
     for (int i = 2; i < argc; i++) {
         if (!strcmp(argv[i], "-t") && i + 1 < argc) target = atol(argv[++i]);
         else if (!strcmp(argv[i], "-d")) discover = 1;
+        else if (!strcmp(argv[i], "-f") && i + 1 < argc) from = atol(argv[++i]);
         else if (!strcmp(argv[i], "-s")) skip = 1;
         else if (!strcmp(argv[i], "-p")) portable = 1;
         else if (!strcmp(argv[i], "-b")) backward = 1;
@@ -340,7 +343,7 @@ int main(int argc, char **argv) {
     for (int m = 0; m < 64; m++) tail[m] = m < n ? KNOWN_F[m] : NO_BOUND;
     if (discover) {
         skip = 1;
-        need = KNOWN_F[n]; /* bound f(n)-1: beat it */
+        need = from >= 0 ? (unsigned)from + 1 : KNOWN_F[n]; /* beat the bound */
     } else {
         need = (unsigned)target;
     }

@@ -229,7 +229,7 @@ pub fn current_version() -> i64 {
     MIGRATIONS.len() as i64
 }
 
-/// Brings the database up to [`current_version`], one transaction per step; refuses a
+/// Brings the database up to [`current_version`] in one transaction; refuses a
 /// database from a newer grind.
 pub fn migrate(conn: &mut Connection) -> Result<(), Error> {
     let found: i64 = conn.pragma_query_value(None, "user_version", |row| row.get(0))?;
@@ -240,12 +240,17 @@ pub fn migrate(conn: &mut Connection) -> Result<(), Error> {
             current_version()
         )));
     }
-    for (index, step) in MIGRATIONS.iter().enumerate().skip(found as usize) {
-        let tx = conn.transaction()?;
-        tx.execute_batch(step)?;
-        tx.pragma_update(None, "user_version", index as i64 + 1)?;
-        tx.commit()?;
+    if found == current_version() {
+        return Ok(());
     }
+    // Every step in one transaction: the database moves to the newest version or stays as
+    // it was (SQLite's DDL is transactional), with one commit instead of one per step.
+    let tx = conn.transaction()?;
+    for step in MIGRATIONS.iter().skip(found as usize) {
+        tx.execute_batch(step)?;
+    }
+    tx.pragma_update(None, "user_version", current_version())?;
+    tx.commit()?;
     Ok(())
 }
 

@@ -57,6 +57,19 @@ where
     }
 }
 
+/// How durable a commit is before its caller hears of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Durability {
+    /// Synced to disk (`synchronous=FULL`): a commit survives a power loss. Every database
+    /// a campaign can be resumed from.
+    Full,
+    /// Handed to the operating system only (`synchronous=OFF`): a commit survives the
+    /// process dying (the WAL keeps the database consistent), not a power loss. Only for a
+    /// scratch database that nothing resumes from, such as `grind run`'s temporary one,
+    /// which is deleted when the run ends.
+    Scratch,
+}
+
 /// Handle to the store; cheap to clone.
 #[derive(Clone)]
 pub struct Store {
@@ -67,11 +80,17 @@ pub struct Store {
 impl Store {
     /// Opens (creating and migrating if needed) the database at `path`.
     pub fn open(path: &Path) -> Result<Store, Error> {
+        Store::open_with(path, Durability::Full)
+    }
+
+    /// Opens the database at `path` as [`Store::open`] does, with commits as durable as
+    /// `durability` says.
+    pub fn open_with(path: &Path, durability: Durability) -> Result<Store, Error> {
         let mut write_conn = Connection::open(path)?;
-        configure(&write_conn)?;
+        configure(&write_conn, durability)?;
         schema::migrate(&mut write_conn)?;
         let read_conn = Connection::open(path)?;
-        configure(&read_conn)?;
+        configure(&read_conn, durability)?;
         let (writer, jobs) = mpsc::channel::<Box<dyn Job>>();
         std::thread::Builder::new()
             .name("grind-store".into())
@@ -123,10 +142,14 @@ impl Store {
     }
 }
 
-fn configure(conn: &Connection) -> Result<(), Error> {
+fn configure(conn: &Connection, durability: Durability) -> Result<(), Error> {
     conn.busy_timeout(std::time::Duration::from_secs(10))?;
     conn.pragma_update(None, "journal_mode", "WAL")?;
-    conn.pragma_update(None, "synchronous", "FULL")?;
+    let synchronous = match durability {
+        Durability::Full => "FULL",
+        Durability::Scratch => "OFF",
+    };
+    conn.pragma_update(None, "synchronous", synchronous)?;
     conn.pragma_update(None, "foreign_keys", "ON")?;
     // Savepoint sub-journals stay in memory (measured: 22% of the writer's time went to
     // temp-file writes), every statement of a lease cycle stays prepared (the default cache
@@ -184,6 +207,42 @@ fn writer_loop(conn: Connection, jobs: mpsc::Receiver<Box<dyn Job>>) {
         crate::metrics::observe_store_transaction(started.elapsed().as_secs_f64(), group.len());
         for job in group {
             job.finish(committed.clone());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `PRAGMA synchronous` of the store's connections (0 = OFF, 2 = FULL).
+    async fn synchronous(store: &Store) -> (i64, i64) {
+        let read = store
+            .read(|c| Ok(c.pragma_query_value(None, "synchronous", |r| r.get(0))?))
+            .await
+            .unwrap();
+        let write = store
+            .write(|c| Ok(c.pragma_query_value(None, "synchronous", |r| r.get(0))?))
+            .await
+            .unwrap();
+        (read, write)
+    }
+
+    #[tokio::test]
+    async fn only_a_scratch_database_skips_the_disk_sync() {
+        let dir = tempfile::tempdir().unwrap();
+        let full = Store::open(&dir.path().join("full.db")).unwrap();
+        assert_eq!(synchronous(&full).await, (2, 2));
+        let scratch =
+            Store::open_with(&dir.path().join("scratch.db"), Durability::Scratch).unwrap();
+        assert_eq!(synchronous(&scratch).await, (0, 0));
+        // Both are migrated to the newest schema.
+        for store in [&full, &scratch] {
+            let version: i64 = store
+                .read(|c| Ok(c.pragma_query_value(None, "user_version", |r| r.get(0))?))
+                .await
+                .unwrap();
+            assert_eq!(version, schema::current_version());
         }
     }
 }

@@ -18,7 +18,7 @@ use crate::clock::SystemClock;
 use crate::config::Config;
 use crate::core::Coordinator;
 use crate::server::ServeOptions;
-use crate::store::Store;
+use crate::store::{Durability, Store};
 use crate::tls::ServerIdentity;
 
 /// `grind run` positional arguments: the problem and everything after it.
@@ -93,7 +93,14 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
     // From here on, Ctrl-C (or SIGTERM) stops the run cleanly instead of killing it.
     let interrupted = Interrupt::listen(temporary.then(|| db_path.clone()))?;
     let lock = DbLock::acquire(&db_path).map_err(anyhow::Error::from)?;
-    let store = Store::open(&db_path)
+    // A temporary database is deleted when the run ends and cannot be resumed from, so its
+    // commits need not wait for the disk.
+    let durability = if temporary {
+        Durability::Scratch
+    } else {
+        Durability::Full
+    };
+    let store = Store::open_with(&db_path, durability)
         .with_context(|| format!("cannot open the database {}", db_path.display()))?;
     let config = Config {
         verify_rate: opts.verify_rate,
