@@ -250,34 +250,60 @@ fn validate_known(n: u32, known: &[u32]) -> Result<(), ProblemError> {
 /// one. A discovery search from bound B visits only what could beat B, so when it finds a
 /// deck above B it has found the maximum (every better deck is above B too); when it finds
 /// none, f(m) <= B and the search runs again from f(m-1), which is a proven lower bound.
+///
+/// From m = [`PARALLEL_FROM`] on, each search runs on every core (rayon): the subtrees of
+/// the root's prefixes in parallel, sharing the best flip count found. Nothing else runs
+/// while a campaign's parameters are being computed, and f(n-1) costs about a tenth of
+/// the campaign for n itself.
 pub fn maxima_below(n: u32) -> Result<Vec<u32>, ProblemError> {
     let mut known: Vec<u32> = Vec::new();
     for m in 1..n {
         let mut tails = vec![0];
         tails.extend_from_slice(&known);
-        let mut searcher = Searcher::new(m as usize, tails).map_err(ProblemError::Solver)?;
         let floor = known.last().copied();
         let guess = match known.as_slice() {
             [.., before, last] => Some((2 * last).saturating_sub(before + 1).max(*last)),
             _ => floor,
         };
-        known.push(maximum_from_guess(&mut searcher, guess, floor)?.unwrap_or(0));
+        known.push(maximum_from_guess(m as usize, &tails, guess, floor)?.unwrap_or(0));
     }
     Ok(known)
 }
 
-/// The largest flip count of the searcher's size: searched from `guess` first, and from the
-/// proven lower bound `floor` again only when no deck beats the guess.
+/// The deck size from which [`maxima_below`] searches on every core (below it a whole
+/// search takes well under a millisecond).
+pub const PARALLEL_FROM: usize = 10;
+
+/// Depth of the prefixes a parallel search of [`maxima_below`] hands out (about m² of them).
+const PARALLEL_DEPTH: usize = 2;
+
+/// The largest flip count of decks of `m` cards (tail bounds `tails`): searched from `guess`
+/// first, and from the proven lower bound `floor` again only when no deck beats the guess.
 fn maximum_from_guess(
-    searcher: &mut Searcher,
+    m: usize,
+    tails: &[u32],
     guess: Option<u32>,
     floor: Option<u32>,
 ) -> Result<Option<u32>, ProblemError> {
-    let mut discover_from = |start: Option<u32>| -> Result<Option<u32>, ProblemError> {
+    let searcher = || Searcher::new(m, tails.to_vec()).map_err(ProblemError::Solver);
+    let discover_from = |start: Option<u32>| -> Result<Option<u32>, ProblemError> {
         let best = BestSoFar::new(start);
-        searcher
-            .search(&[], None, None, Mode::Discover, &best)
-            .map_err(ProblemError::Solver)?;
+        if m < PARALLEL_FROM {
+            searcher()?
+                .search(&[], None, None, Mode::Discover, &best)
+                .map_err(ProblemError::Solver)?;
+        } else {
+            use rayon::prelude::*;
+            let prefixes = searcher()?.prefixes(PARALLEL_DEPTH);
+            prefixes
+                .par_iter()
+                .try_for_each_init(searcher, |s, prefix| {
+                    let s = s.as_mut().map_err(|e| e.clone())?;
+                    s.search(prefix, None, None, Mode::Discover, &best)
+                        .map(|_| ())
+                        .map_err(ProblemError::Solver)
+                })?;
+        }
         Ok(best.best())
     };
     if let Some(guess) = guess.filter(|&g| Some(g) != floor) {
@@ -316,10 +342,21 @@ mod tests {
             Some(45),
             None,
         ] {
-            let mut searcher = Searcher::new(9, tails.clone()).unwrap();
             assert_eq!(
-                maximum_from_guess(&mut searcher, guess, Some(22)).unwrap(),
+                maximum_from_guess(9, &tails, guess, Some(22)).unwrap(),
                 Some(30),
+                "guess {guess:?}"
+            );
+        }
+        // f(10) = 38 on the parallel path (m >= PARALLEL_FROM), from either side too.
+        const { assert!(10 >= PARALLEL_FROM) };
+        let tails: Vec<u32> = std::iter::once(0)
+            .chain(PUBLISHED[..9].iter().copied())
+            .collect();
+        for guess in [Some(30), Some(36), Some(37), Some(38), Some(39), None] {
+            assert_eq!(
+                maximum_from_guess(10, &tails, guess, Some(30)).unwrap(),
+                Some(38),
                 "guess {guess:?}"
             );
         }
