@@ -127,7 +127,7 @@ pub fn run_human(c: &pb::CampaignStatus, wall_seconds: f64) -> String {
     let mut out = format!(
         "{} {}: {} = {} ({})\n",
         c.problem,
-        c.params_json,
+        params_short(&c.problem, &c.params_json),
         c.objective,
         value,
         crate::views::outcome_words(&c.outcome)
