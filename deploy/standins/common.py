@@ -176,6 +176,17 @@ def seconds(value, default):
     )
 
 
+def supervised_jobs(kind, separator, selector=None):
+    """(name, state path) of every job `kind` started; `selector` picks one job by name, or
+    every job of a cluster/array by the part of the name before `separator`."""
+    d = state_dir(kind)
+    for f in sorted(os.listdir(d)):
+        if f.endswith(".pid"):
+            name = f[:-4]
+            if selector is None or name == selector or name.split(separator)[0] == selector:
+                yield name, os.path.join(d, name)
+
+
 def next_id(kind, first):
     path = os.path.join(state_dir(kind), "next-id")
     n = int(open(path).read()) if os.path.exists(path) else first

@@ -6,7 +6,15 @@ import re
 import shlex
 import shutil
 
-from common import next_id, running_pid, signum, start_supervised, state_dir, stop
+from common import (
+    next_id,
+    running_pid,
+    signum,
+    start_supervised,
+    state_dir,
+    stop,
+    supervised_jobs,
+)
 
 
 def condor_submit(args):
@@ -57,12 +65,7 @@ def condor_submit(args):
 
 
 def condor_jobs(selector=None):
-    d = state_dir("condor")
-    for f in sorted(os.listdir(d)):
-        if f.endswith(".pid"):
-            name = f[:-4]
-            if selector is None or name == selector or name.split(".")[0] == selector:
-                yield name, os.path.join(d, name)
+    return supervised_jobs("condor", ".", selector)
 
 
 def condor_rm(args):

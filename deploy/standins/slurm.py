@@ -6,7 +6,15 @@ import signal
 import socket
 import subprocess
 
-from common import die, next_id, running_pid, start_supervised, state_dir, stop
+from common import (
+    die,
+    next_id,
+    running_pid,
+    start_supervised,
+    state_dir,
+    stop,
+    supervised_jobs,
+)
 
 
 def parse_array(spec):
@@ -95,12 +103,7 @@ def srun(args):
 
 
 def slurm_tasks(selector=None):
-    d = state_dir("slurm")
-    for f in sorted(os.listdir(d)):
-        if f.endswith(".pid"):
-            name = f[:-4]
-            if selector is None or name == selector or name.split("_")[0] == selector:
-                yield name, os.path.join(d, name)
+    return supervised_jobs("slurm", "_", selector)
 
 
 def scancel(args):
