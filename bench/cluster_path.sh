@@ -39,3 +39,11 @@ for _ in $(seq "$rounds"); do
   timed "grind run primes 2e9 --unit 200000000" "$grind" run primes --to 2000000000 --unit 200000000 --json
   timed "grind run primes 2e9 --unit 100000" "$grind" run primes --to 2000000000 --unit 100000 --json
 done
+
+# Where grind's Topswops work goes (one more run, kept in a database): nodes of the
+# campaign's own units and of its replica units, against the C search's nodes above.
+"$grind" run topswops --n 13 --workers 1 --threads 1 --json --db "$build/ts13.db" >/dev/null 2>&1
+if command -v sqlite3 >/dev/null; then
+  sqlite3 "$build/ts13.db" "SELECT CASE replica WHEN 0 THEN 'topswops units' ELSE 'replica units' END,
+    count(*), sum(nodes), printf('%.3f s CPU', sum(cpu_seconds)) FROM results GROUP BY replica"
+fi
