@@ -130,7 +130,8 @@ pub fn grant_leases(
 }
 
 /// Grants up to `limit` of a campaign's pending units to a worker, splitting more off when
-/// too few are pending.
+/// too few are pending; near the campaign's end, no more than the worker's share of what is
+/// left (`pacing::even_finish`).
 fn grant_from_campaign(
     ctx: &Ctx,
     campaign_id: i64,
@@ -139,13 +140,18 @@ fn grant_from_campaign(
 ) -> Result<Vec<pb::LeaseGrant>, Error> {
     let mut pending = units::pending_units(ctx, campaign_id, worker_id, limit)?;
     while pending.len() < limit {
-        if units::split_more(ctx, campaign_id, limit - pending.len())? == 0 {
+        if units::split_more(ctx, campaign_id, worker_id, limit - pending.len())? == 0 {
             break;
         }
         pending = units::pending_units(ctx, campaign_id, worker_id, limit)?;
     }
     if pending.is_empty() {
         return Ok(Vec::new());
+    }
+    let granting: i64 = pending.iter().map(|u| u.parts.max(1)).sum();
+    if let Some(share) = pacing::even_finish(ctx, campaign_id, worker_id, granting)? {
+        let keep = share.units_within(pending.iter().map(|u| u.parts));
+        pending.truncate(keep);
     }
     let (problem, params_json, bound, solver_version): (String, String, Option<i64>, u32) = ctx
         .conn
