@@ -100,15 +100,7 @@ pub fn grant_leases(
     let mut room = ((i64::from(ctx.config.max_leases_per_worker) - held).max(0) as usize)
         .min(max_units as usize);
     let mut remaining = (capacity.min(ctx.config.max_capacity) as usize).min(room);
-    let campaigns: Vec<i64> = ctx
-        .conn
-        .prepare_cached(
-            "SELECT c.id FROM campaigns c WHERE c.state = 'running'
-             ORDER BY (SELECT count(*) FROM leases l WHERE l.campaign_id = c.id AND l.state = 'active'),
-                      c.last_lease_id, c.id",
-        )?
-        .query_map([], |r| r.get(0))?
-        .collect::<Result<_, _>>()?;
+    let campaigns = running_campaigns_in_turn(ctx)?;
     let mut grants = Vec::new();
     for (index, campaign_id) in campaigns.iter().enumerate() {
         if remaining == 0 {
@@ -127,6 +119,29 @@ pub fn grant_leases(
         grants.extend(got);
     }
     Ok(grants)
+}
+
+/// The running campaigns in the order they are served: fewest active leases first, then
+/// least recently served. Counting a campaign's active leases costs a scan of them on every
+/// grant (a thousand workers hold a thousand), so a lone running campaign skips the sort.
+fn running_campaigns_in_turn(ctx: &Ctx) -> Result<Vec<i64>, Error> {
+    let running: Vec<i64> = ctx
+        .conn
+        .prepare_cached("SELECT id FROM campaigns WHERE state = 'running' LIMIT 2")?
+        .query_map([], |r| r.get(0))?
+        .collect::<Result<_, _>>()?;
+    if running.len() < 2 {
+        return Ok(running);
+    }
+    Ok(ctx
+        .conn
+        .prepare_cached(
+            "SELECT c.id FROM campaigns c WHERE c.state = 'running'
+             ORDER BY (SELECT count(*) FROM leases l WHERE l.campaign_id = c.id AND l.state = 'active'),
+                      c.last_lease_id, c.id",
+        )?
+        .query_map([], |r| r.get(0))?
+        .collect::<Result<_, _>>()?)
 }
 
 /// Grants up to `limit` of a campaign's pending units to a worker, splitting more off when
