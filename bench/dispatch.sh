@@ -11,13 +11,20 @@
 # stretched with --min-unit-ms are never joined, so their rows show the per-lease cost.
 #
 # Usage: bench/dispatch.sh [UNITS for the 0 and 1 ms rows, default 2000]
+# Environment: BIN_DIR=dir measures the `grind` and `grind-worker` found there instead of
+# building this tree (to run another build beside it); LANES="2 4" picks the `grind run`
+# lane counts (default "1 2 4"; the served rows run 1 and 4 lanes when LANES has them).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cd "$here/.."
 units="${1:-2000}"
-cargo build -q --release --bin grind --bin grind-worker
-grind="$PWD/target/release/grind"
-worker="$PWD/target/release/grind-worker"
+lanes="${LANES:-1 2 4}"
+if [ -z "${BIN_DIR:-}" ]; then
+  cargo build -q --release --bin grind --bin grind-worker
+  BIN_DIR="$PWD/target/release"
+fi
+grind="$BIN_DIR/grind"
+worker="$BIN_DIR/grind-worker"
 work="$(mktemp -d)"
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"; }
@@ -67,13 +74,14 @@ run_served() { # ms n workers
 }
 
 fixed=$(run_embedded 0 1 1 | awk '{print $5}')
-for w in 1 2 4; do
+for w in $lanes; do
   run_embedded 0 "$units" "$w"
   run_embedded 1 "$units" "$w"
   run_embedded 100 $((40 * w)) "$w"
 done
 fixed=$(run_served 0 1 1 | awk '{print $5}')
-for w in 1 4; do
+for w in $lanes; do
+  [ "$w" = 1 ] || [ "$w" = 4 ] || continue
   run_served 0 "$units" "$w"
   run_served 1 "$units" "$w"
   run_served 100 $((40 * w)) "$w"

@@ -587,6 +587,100 @@ async fn tiny_units_are_granted_in_runs_that_fill_the_target_lease() {
 }
 
 #[tokio::test]
+async fn a_campaigns_last_runs_shrink_so_that_its_workers_finish_together() {
+    let rig = rig_with(Config {
+        target_lease_ms: 100,
+        ..test_config()
+    });
+    // 40 units of 100 numbers, split 16 at a time (never joined: measured at 10 ms a unit,
+    // a unit already takes an eighth of the 100 ms target).
+    let campaign = rig
+        .campaign(serde_json::json!({"to": 4_000, "unit": 100}))
+        .await;
+    let (one, two) = (rig.worker("one").await, rig.worker("two").await);
+    let ten_ms = |_: &pb::LeaseGrant| pb::UnitResult {
+        count: "1".into(),
+        wall_seconds: 0.010,
+        ..Default::default()
+    };
+    let first = rig.lease(one, 4).await;
+    for grant in &first {
+        rig.complete(one, grant, Some(ten_ms(grant))).await.unwrap();
+    }
+    // Measured: a 100 ms lease holds 10 units. Each worker (one lane each) asks for one
+    // slot in turn and finishes its run before asking again; the other holds its run.
+    let mut sizes = Vec::new();
+    let mut held: Vec<(i64, Vec<pb::LeaseGrant>)> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for turn in 0..20 {
+        let worker = if turn % 2 == 0 { one } else { two };
+        if let Some(at) = held.iter().position(|(w, _)| *w == worker) {
+            let (_, grants) = held.remove(at);
+            for grant in &grants {
+                rig.complete(worker, grant, Some(ten_ms(grant)))
+                    .await
+                    .unwrap();
+            }
+        }
+        let grants = rig.lease_runs(worker, 1, 512).await;
+        if grants.is_empty() {
+            if held.is_empty() {
+                break;
+            }
+            continue;
+        }
+        sizes.push(grants.len());
+        assert!(
+            grants.iter().all(|g| seen.insert(g.unit_id)),
+            "a unit granted twice"
+        );
+        held.push((worker, grants));
+    }
+    // Until the last unit is split (40 = 4 + 10 + 10 + 16 pending), full runs of 10; then
+    // each request takes half its lane's share of what is pending (two lanes: a quarter,
+    // rounded up): 16 -> 4, 12 -> 3, 9 -> 3, 6 -> 2, then single units.
+    assert_eq!(
+        sizes,
+        vec![10, 10, 4, 3, 3, 2, 1, 1, 1, 1],
+        "runs: {sizes:?}"
+    );
+    assert_eq!(seen.len(), 36);
+    let (state, value) = rig.state_and_value(campaign).await;
+    assert_eq!((state.as_str(), value.as_str()), ("done", "40"));
+}
+
+#[tokio::test]
+async fn a_lone_worker_keeps_full_runs_to_the_end() {
+    let rig = rig_with(Config {
+        target_lease_ms: 100,
+        ..test_config()
+    });
+    rig.campaign(serde_json::json!({"to": 2_400, "unit": 100}))
+        .await;
+    let worker = rig.worker("w").await;
+    let ten_ms = pb::UnitResult {
+        count: "1".into(),
+        wall_seconds: 0.010,
+        ..Default::default()
+    };
+    let mut sizes = Vec::new();
+    loop {
+        let grants = rig.lease_runs(worker, 1, 512).await;
+        if grants.is_empty() {
+            break;
+        }
+        sizes.push(grants.len());
+        for grant in &grants {
+            rig.complete(worker, grant, Some(ten_ms.clone()))
+                .await
+                .unwrap();
+        }
+    }
+    // 1 unit a slot until 4 results are in, then runs of 10: nobody else to share with.
+    assert_eq!(sizes, vec![1, 1, 1, 1, 10, 10], "runs: {sizes:?}");
+}
+
+#[tokio::test]
 async fn tiny_units_are_created_coarser_and_still_tile_the_space() {
     let rig = rig_with(Config {
         target_lease_ms: 100,
@@ -703,7 +797,8 @@ async fn an_idle_workers_lease_call_waits_for_new_work() {
 #[tokio::test]
 async fn a_completion_batch_settles_each_result_alone_then_leases_more() {
     let rig = rig(3);
-    rig.campaign(serde_json::json!({"to": 1_000, "unit": 100}))
+    // Long enough that its last units (shared out evenly) are not reached.
+    rig.campaign(serde_json::json!({"to": 10_000, "unit": 100}))
         .await;
     let (honest, other) = (rig.worker("honest").await, rig.worker("other").await);
     let mine = rig.lease(honest, 2).await;

@@ -82,3 +82,180 @@ pub(crate) fn join_factor(ctx: &Ctx, campaign_id: i64) -> Result<usize, Error> {
 /// A joined unit aims at this fraction of the target lease time: a lease still carries a
 /// run of several units, and the last units of a campaign stay small enough to share.
 const JOINED_UNITS_PER_LEASE: f64 = 8.0;
+
+/// Near a campaign's end, a request takes its lanes' fraction of the pending work divided by
+/// this (factoring).
+const SHARE_DIVISOR: i64 = 2;
+
+/// A worker's share of a campaign's last pending work (see [`even_finish`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct EndShare {
+    /// Most splitter units (`units.parts`) the request may take.
+    pub(crate) parts: i64,
+    /// Units it may take whatever their parts: one per lane of the worker, so that a free
+    /// lane never waits while units are pending.
+    pub(crate) at_least: usize,
+}
+
+impl EndShare {
+    /// How many of `parts` (the parts of the units about to be granted, in grant order) fit
+    /// the share; at least one.
+    pub(crate) fn units_within(&self, parts: impl IntoIterator<Item = i64>) -> usize {
+        let mut taken = 0usize;
+        let mut sum = 0i64;
+        for unit_parts in parts {
+            sum += unit_parts.max(1);
+            if taken >= self.at_least.max(1) && sum > self.parts {
+                break;
+            }
+            taken += 1;
+        }
+        taken
+    }
+}
+
+/// Even finish: once a campaign has nothing left to split, one request takes at most half
+/// its worker's lanes' fraction of the pending work (`ceil(pending parts x worker lanes /
+/// (2 x all lanes))`: guided self-scheduling with factoring's halving, so that a lane that
+/// started late or runs slow is not left holding a whole fair share), so grants shrink as
+/// the campaign ends and every lane finishes at about the same time instead of one holding
+/// a full run while the others idle.
+/// Lanes are the `cores` (solve threads) of the workers that hold active leases of the
+/// campaign, plus the requesting worker's. `None` while the splitter has more or when the
+/// share does not limit a grant of `granting_parts` parts. The pending scan stops once it
+/// has seen enough parts for the share to exceed the grant.
+pub(crate) fn even_finish(
+    ctx: &Ctx,
+    campaign_id: i64,
+    worker_id: i64,
+    granting_parts: i64,
+) -> Result<Option<EndShare>, Error> {
+    let split_done: bool = ctx
+        .conn
+        .prepare_cached("SELECT split_done FROM campaigns WHERE id = ?1")?
+        .query_row(params![campaign_id], |r| r.get(0))?;
+    if !split_done {
+        return Ok(None);
+    }
+    let (own, lanes) = lanes(ctx, campaign_id, worker_id)?;
+    if lanes <= own {
+        // Nobody to share with: shorter runs would only cost round trips.
+        return Ok(None);
+    }
+    let all = lanes.saturating_mul(SHARE_DIVISOR);
+    // share < granting  <=>  pending x own < granting x all (pending counted to that point).
+    let enough = ceil_div(granting_parts.saturating_mul(all), own).saturating_add(1);
+    let pending: i64 = ctx
+        .conn
+        .prepare_cached(
+            "SELECT coalesce(sum(parts), 0) FROM
+                 (SELECT parts FROM units WHERE campaign_id = ?1 AND state = 'pending' LIMIT +?2)",
+        )?
+        .query_row(params![campaign_id, enough], |r| r.get(0))?;
+    let parts = ceil_div(pending.saturating_mul(own), all);
+    Ok((parts < granting_parts).then_some(EndShare {
+        parts: parts.max(1),
+        at_least: own as usize,
+    }))
+}
+
+/// `a / b` rounded up, for `a >= 0` and `b >= 1`.
+fn ceil_div(a: i64, b: i64) -> i64 {
+    (a.max(0) as u64).div_ceil(b.max(1) as u64) as i64
+}
+
+/// The requesting worker's lanes and those of every worker working on a campaign (itself
+/// included), each at least 1.
+pub(crate) fn lanes(ctx: &Ctx, campaign_id: i64, worker_id: i64) -> Result<(i64, i64), Error> {
+    let (own, all): (i64, i64) = ctx
+        .conn
+        .prepare_cached(
+            "SELECT (SELECT max(cores, 1) FROM workers WHERE id = ?2),
+                    (SELECT coalesce(sum(max(cores, 1)), 0) FROM workers
+                     WHERE id = ?2 OR id IN (SELECT worker_id FROM leases
+                                             WHERE campaign_id = ?1 AND state = 'active'))",
+        )?
+        .query_row(params![campaign_id, worker_id], |r| {
+            Ok((r.get::<_, Option<i64>>(0)?.unwrap_or(1), r.get(1)?))
+        })?;
+    Ok((own, all.max(own)))
+}
+
+/// Sizes of the units a split batch of `count` splitter units is joined into, in order.
+/// Joined `join` at a time; when the batch is a campaign's last (`last`), its tail tapers
+/// (from the end: `per_level` units of 1 part, then of 2, 4, ... below `join`), so that the
+/// campaign ends on small units that every lane can share.
+pub(crate) fn join_sizes(count: usize, join: usize, last: bool, per_level: usize) -> Vec<usize> {
+    let join = join.max(1);
+    let mut tail = Vec::new();
+    let mut left = count;
+    if last {
+        let mut size = 1;
+        while size < join && left > 0 {
+            for _ in 0..per_level.max(1) {
+                if left == 0 {
+                    break;
+                }
+                let take = size.min(left);
+                tail.push(take);
+                left -= take;
+            }
+            size *= 2;
+        }
+    }
+    // A short unit first (the remainder), then full ones, then the tail: never growing
+    // after the first.
+    let mut sizes = Vec::with_capacity(left.div_ceil(join) + tail.len());
+    if !left.is_multiple_of(join) {
+        sizes.push(left % join);
+    }
+    sizes.extend(std::iter::repeat_n(join, left / join));
+    sizes.extend(tail.into_iter().rev());
+    sizes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn a_last_batch_ends_on_units_of_one_part() {
+        assert_eq!(join_sizes(10, 4, false, 2), vec![2, 4, 4]);
+        // From the end: 2 units of 1 part, 2 of 2, then 4 at a time.
+        assert_eq!(join_sizes(20, 4, true, 2), vec![2, 4, 4, 4, 2, 2, 1, 1]);
+        assert_eq!(join_sizes(3, 4, true, 2), vec![1, 1, 1]);
+        assert_eq!(join_sizes(5, 1, true, 2), vec![1; 5]);
+    }
+
+    #[test]
+    fn a_share_takes_units_up_to_its_parts_and_one_per_lane() {
+        let share = EndShare {
+            parts: 10,
+            at_least: 1,
+        };
+        assert_eq!(share.units_within([4, 4, 4, 4]), 2);
+        assert_eq!(share.units_within([20, 1]), 1, "at least one unit");
+        let share = EndShare {
+            parts: 1,
+            at_least: 3,
+        };
+        assert_eq!(share.units_within([5, 5, 5, 5]), 3, "one per lane");
+    }
+
+    proptest! {
+        #[test]
+        fn join_sizes_cover_the_batch(count in 0usize..5_000, join in 1usize..300,
+                                      last: bool, per_level in 1usize..20) {
+            let sizes = join_sizes(count, join, last, per_level);
+            prop_assert_eq!(sizes.iter().sum::<usize>(), count);
+            prop_assert!(sizes.iter().all(|&s| s >= 1 && s <= join));
+            if count > 0 {
+                prop_assert!(sizes[1..].windows(2).all(|w| w[0] >= w[1]), "{:?}", sizes);
+            }
+            if last && count > 0 {
+                prop_assert_eq!(*sizes.last().unwrap(), 1);
+            }
+        }
+    }
+}

@@ -27,6 +27,8 @@ pub(crate) struct PendingUnit {
     pub(crate) attempts: u32,
     /// Whether the next run is a replica run.
     pub(crate) replica: bool,
+    /// Splitter units it covers (1 unless joined).
+    pub(crate) parts: i64,
 }
 
 /// Up to `limit` pending units of a campaign that `worker_id` may run, lowest priority
@@ -42,7 +44,8 @@ pub(crate) fn pending_units(
     let units = ctx
         .conn
         .prepare_cached(
-            "SELECT u.id, u.label, u.payload, u.cursor, u.attempts, u.replica_needed, u.cursor_worker
+            "SELECT u.id, u.label, u.payload, u.cursor, u.attempts, u.replica_needed, u.cursor_worker,
+                    u.parts
              FROM units u
              WHERE u.campaign_id = ?1 AND u.state = 'pending'
                AND (u.replica_needed = 0 OR ?3 OR u.replica_wanted_ms <= ?5 OR NOT EXISTS
@@ -66,6 +69,7 @@ pub(crate) fn pending_units(
                     attempts: r.get(4)?,
                     replica: r.get(5)?,
                     cursor_worker: r.get(6)?,
+                    parts: r.get(7)?,
                 })
             },
         )?
@@ -73,8 +77,13 @@ pub(crate) fn pending_units(
     Ok(units)
 }
 
-/// Asks the campaign's splitter for more units; returns how many were added.
-pub(crate) fn split_more(ctx: &Ctx, campaign_id: i64, wanted: usize) -> Result<usize, Error> {
+/// Asks the campaign's splitter for more units for `worker_id`; returns how many were added.
+pub(crate) fn split_more(
+    ctx: &Ctx,
+    campaign_id: i64,
+    worker_id: i64,
+    wanted: usize,
+) -> Result<usize, Error> {
     let (done, cursor, next_seq, best): (bool, Option<Vec<u8>>, i64, Option<String>) = ctx
         .conn
         .prepare_cached(
@@ -108,7 +117,15 @@ pub(crate) fn split_more(ctx: &Ctx, campaign_id: i64, wanted: usize) -> Result<u
         wanted.max(ctx.config.split_batch) * join,
         incumbent.as_ref(),
     )?;
-    let units = join_units(problem.as_ref(), batch.units, join);
+    let last = batch.next.is_none();
+    // The last batch ends on small units, one size level per lane working on it.
+    let per_level = if last && join > 1 {
+        pacing::lanes(ctx, campaign_id, worker_id)?.1 as usize
+    } else {
+        1
+    };
+    let sizes = pacing::join_sizes(batch.units.len(), join, last, per_level);
+    let units = join_units(problem.as_ref(), batch.units, &sizes);
     let added = insert_units(ctx, campaign_id, next_seq, &units)?;
     campaigns::advance_split(ctx, campaign_id, batch.next.as_deref(), added)?;
     if batch.next.is_none() {
@@ -117,15 +134,18 @@ pub(crate) fn split_more(ctx: &Ctx, campaign_id: i64, wanted: usize) -> Result<u
     Ok(added)
 }
 
-/// Joins each `join` consecutive splitter units into one unit covering exactly their union,
-/// where the problem can (each joined unit counts its parts); units it cannot join stay as
-/// they are.
-fn join_units(problem: &dyn Problem, units: Vec<UnitSpec>, join: usize) -> Vec<NewUnit> {
-    if join <= 1 {
+/// Joins consecutive splitter units, `sizes` at a time (summing to their number), into one
+/// unit covering exactly their union, where the problem can (each joined unit counts its
+/// parts); units it cannot join stay as they are.
+fn join_units(problem: &dyn Problem, units: Vec<UnitSpec>, sizes: &[usize]) -> Vec<NewUnit> {
+    if sizes.iter().all(|&size| size <= 1) {
         return units.into_iter().map(NewUnit::single).collect();
     }
-    let mut joined = Vec::with_capacity(units.len().div_ceil(join));
-    for chunk in units.chunks(join) {
+    let mut joined = Vec::with_capacity(sizes.len());
+    let mut at = 0;
+    for &size in sizes {
+        let chunk = &units[at.min(units.len())..(at + size).min(units.len())];
+        at += size;
         match problem.join_units(chunk) {
             Some(unit) if chunk.len() > 1 => joined.push(NewUnit {
                 spec: unit,

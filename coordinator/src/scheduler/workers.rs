@@ -102,24 +102,31 @@ pub fn register_worker(
     Ok(id)
 }
 
-/// Checks that a worker exists and is not banned, and notes that it was seen.
+/// How stale a worker's `last_seen_ms` may get before a call rewrites it: a busy worker
+/// calls several times a second, and each rewrite is a page write in the commit.
+const SEEN_RESOLUTION_MS: i64 = 1_000;
+
+/// Checks that a worker exists and is not banned, and notes that it was seen (to within
+/// [`SEEN_RESOLUTION_MS`]).
 pub fn touch_worker(ctx: &Ctx, worker_id: i64) -> Result<(), Error> {
-    let banned: Option<bool> = ctx
+    let found: Option<(bool, i64)> = ctx
         .conn
-        .prepare_cached("SELECT banned FROM workers WHERE id = ?1")?
-        .query_row(params![worker_id], |r| r.get(0))
+        .prepare_cached("SELECT banned, last_seen_ms FROM workers WHERE id = ?1")?
+        .query_row(params![worker_id], |r| Ok((r.get(0)?, r.get(1)?)))
         .optional()?;
-    match banned {
+    match found {
         None => Err(Error::NotFound(format!(
             "unknown worker {worker_id}: register first"
         ))),
-        Some(true) => Err(Error::PermissionDenied(format!(
+        Some((true, _)) => Err(Error::PermissionDenied(format!(
             "worker {worker_id} is banned"
         ))),
-        Some(false) => {
-            ctx.conn
-                .prepare_cached("UPDATE workers SET last_seen_ms = ?2 WHERE id = ?1")?
-                .execute(params![worker_id, ctx.now])?;
+        Some((false, seen)) => {
+            if ctx.now - seen >= SEEN_RESOLUTION_MS {
+                ctx.conn
+                    .prepare_cached("UPDATE workers SET last_seen_ms = ?2 WHERE id = ?1")?
+                    .execute(params![worker_id, ctx.now])?;
+            }
             Ok(())
         }
     }
