@@ -232,7 +232,8 @@ impl Searcher {
         m: &Matching,
         branches: &[(u32, u32)],
         reference: i64,
-    ) -> (usize, i64) {
+        cutoff: Option<(usize, i64)>,
+    ) -> Option<(usize, i64)> {
         let mut base = m.clone();
         let mut cost = (0, 0);
         for &(a, b) in branches {
@@ -242,10 +243,14 @@ impl Searcher {
             if excess >= 0 {
                 cost.0 += 1;
                 cost.1 += excess + 1;
+                // Costs only grow: this cycle cannot beat the best one any more.
+                if cutoff.is_some_and(|c| cost >= c) {
+                    return None;
+                }
             }
             base.fix(a, b);
         }
-        cost
+        Some(cost)
     }
 
     /// The cycle to branch on (see [`Searcher::set_strong_branching`]).
@@ -254,7 +259,9 @@ impl Searcher {
         let Some((reference, candidates)) = self.strong else {
             return Some(first);
         };
-        let mut best_cost = self.branching_cost(m, &first, reference);
+        let mut best_cost = self
+            .branching_cost(m, &first, reference, None)
+            .expect("no cutoff");
         let mut best = first;
         let mut left: Vec<(u32, u32)> = pairs.to_vec();
         let mut last = best.clone();
@@ -266,8 +273,7 @@ impl Searcher {
             let Some(next) = self.cycle_branches(m, &left) else {
                 break;
             };
-            let cost = self.branching_cost(m, &next, reference);
-            if cost < best_cost {
+            if let Some(cost) = self.branching_cost(m, &next, reference, Some(best_cost)) {
                 best_cost = cost;
                 best = next.clone();
             }
