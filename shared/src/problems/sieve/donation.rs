@@ -22,9 +22,9 @@ pub(super) struct GapSearch {
 }
 
 impl GapSearch {
-    /// Searches gaps with a fresh searcher for `n` under the campaign's `bound`.
-    pub(super) fn new(n: u32, bound: Option<i64>) -> GapSearch {
-        let mut searcher = Searcher::new(n);
+    /// Searches gaps with `searcher` (a fresh one of the campaign's tree) under the
+    /// campaign's `bound`.
+    pub(super) fn new(mut searcher: Searcher, bound: Option<i64>) -> GapSearch {
         searcher.set_check_interval(64);
         GapSearch {
             searcher,

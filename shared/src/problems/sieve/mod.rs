@@ -4,7 +4,8 @@
 //!
 //! Exact mode (`--n N`, or a family `--n-from A --n-to B`) proves the optimum by
 //! branch-and-bound over pairings (selected number, principal factor) with a
-//! maximum-weight-matching bound ([`search`], [`matching`]). A deterministic heuristic run
+//! maximum-weight-matching bound, branching on the best of several precedence cycles
+//! ([`search`], [`matching`]). A deterministic heuristic run
 //! (a probe search, and for N in [`PROBE_LNS_RANGE`] the anytime mode's neighbourhood search
 //! with a fixed seed and step count, [`probe_lns`]) gives the campaign its starting bound; the splitter expands the search tree, largest
 //! bound gap first, into many units named by tree paths ([`unit`]); long units donate their
@@ -53,6 +54,10 @@ pub const PROBE_NODES: u64 = 20_000;
 pub fn probe_nodes(n: u32) -> u64 {
     (PROBE_NODES * 1000 / u64::from(n.max(1))).clamp(1_000, PROBE_NODES)
 }
+
+/// Candidate cycles tried at each branching node of an exact search (strong branching,
+/// [`Searcher::set_strong_branching`]).
+pub const STRONG_CANDIDATES: usize = 8;
 
 /// Exact campaigns for N in this range also run a deterministic neighbourhood search for
 /// their starting game ([`probe_lns`]): below it the probe's game is close enough, above it
@@ -158,7 +163,8 @@ impl ProblemDef for Sieve {
         "Ginnow's sieve / the Taxman game (A019312): proven best score on 1..N, or a good game fast";
     // 2: anytime campaigns are rounds of neighbourhood-search units with a step budget.
     // 3: their units kick out of local optima, with larger regions and band regions.
-    const SOLVER_VERSION: u32 = 3;
+    // 4: exact searches branch on the best of several cycles (strong branching).
+    const SOLVER_VERSION: u32 = 4;
     type Params = SieveParams;
 
     fn from_params(params: SieveParams) -> Result<Self, ProblemError> {
@@ -264,6 +270,15 @@ impl Sieve {
         })
     }
 
+    /// The searcher of exact mode's tree: strong branching against the starting game's
+    /// score ([`Searcher::set_strong_branching`]), the same for the splitter, every unit and
+    /// the donation check, so that paths name the same nodes everywhere.
+    pub fn exact_searcher(&self) -> Searcher {
+        let mut searcher = Searcher::new(self.n);
+        searcher.set_strong_branching(self.starting_game().map(|g| g.1), STRONG_CANDIDATES);
+        searcher
+    }
+
     /// The starting game of exact mode (see [`Sieve::probe`]).
     pub fn starting_game(&self) -> Option<&(Vec<u32>, i64)> {
         self.probe().game.as_ref()
@@ -291,7 +306,7 @@ impl Sieve {
                 } else {
                     self.split_units()
                 };
-                let mut searcher = Searcher::new(self.n);
+                let mut searcher = self.exact_searcher();
                 let root = searcher.expand(&[])?;
                 // (path, bound, expandable)
                 let mut open: Vec<(Vec<u16>, i64, bool)> = vec![(Vec::new(), root.bound, true)];
@@ -377,7 +392,7 @@ impl Sieve {
             limit: Mutex::new(limit.clone()),
             best: Mutex::new(None),
         };
-        let mut searcher = Searcher::new(self.n);
+        let mut searcher = self.exact_searcher();
         let end = searcher
             .search(&path, resume.as_deref(), limit.as_deref(), &observer)
             .map_err(|e| ProblemError::InvalidUnit(format!("sieve: {e}")))?;
@@ -527,7 +542,8 @@ impl Problem for Sieve {
             .map(|bytes| range(bytes))
             .collect::<Result<Vec<_>, _>>()?;
         let (old, remaining) = (range(old)?, range(remaining)?);
-        let mut gaps = donation::GapSearch::new(self.n, bound.max(self.initial_bound()));
+        let mut gaps =
+            donation::GapSearch::new(self.exact_searcher(), bound.max(self.initial_bound()));
         check_range_donation(&old, &remaining, &donated, &mut gaps)
     }
 

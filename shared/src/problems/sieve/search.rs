@@ -25,6 +25,17 @@
 //! e_0..e_{k-1} of C must go, the node has k children: child i fixes e_0..e_{i-1} and
 //! excludes e_i. The children partition the node's games, so the search is exact.
 //!
+//! Any precedence cycle of the node's pairs gives such a partition, so which one is chosen
+//! changes the tree's size, never its optimum. Exact campaigns use *strong branching*
+//! ([`Searcher::set_strong_branching`]): up to a few cycles are tried (each found without
+//! the non-fixed pairs of the ones before), each child's bound is computed, and the cycle
+//! with the fewest children whose bound reaches a *reference* score (then the smallest total
+//! excess) is branched on. The matching bound is highly degenerate (a number K has as many
+//! equally heavy edges as distinct primes), so excluding one pair of a cycle often leaves
+//! the bound where it was; a cycle whose children lose more is worth the extra work. The
+//! reference is the campaign's starting game's score, fixed per N, so that the choice, like
+//! everything else, depends on the node alone.
+//!
 //! A node is named by its *path* (child indices from the root). Depth-first order is the
 //! lexicographic order of paths (a prefix before its extensions). Every step is
 //! deterministic, so a path rebuilds the same node anywhere: units are subtrees named by a
@@ -101,6 +112,8 @@ pub struct Searcher {
     stats: SearchStats,
     check_every: u64,
     shuffle: Option<u64>,
+    /// Strong branching's reference score and number of candidate cycles.
+    strong: Option<(i64, usize)>,
 }
 
 /// Largest prime <= n (n >= 2).
@@ -130,6 +143,7 @@ impl Searcher {
             stats: SearchStats::default(),
             check_every: 256,
             shuffle: None,
+            strong: None,
         }
     }
 
@@ -187,20 +201,95 @@ impl Searcher {
         self.shuffle = seed;
     }
 
+    /// Strong branching: at every branching node, up to `candidates` precedence cycles
+    /// (each found without the non-fixed pairs of those before it) are tried, and the one
+    /// whose children have the fewest bounds at or above `reference` is branched on (then
+    /// the smallest total excess; ties go to the earlier cycle). The choice depends on the
+    /// node and `reference` only, so every search that names nodes of one tree by paths
+    /// (the splitter, the units, the donation check) must use the same reference: an exact
+    /// campaign uses its starting game's score. `None` branches on the first cycle.
+    pub fn set_strong_branching(&mut self, reference: Option<i64>, candidates: usize) {
+        self.strong = reference.map(|r| (r, candidates.max(1)));
+    }
+
+    /// The non-fixed pairs of a precedence cycle among `pairs` (in branching order),
+    /// if there is one.
+    fn cycle_branches(&mut self, m: &Matching, pairs: &[(u32, u32)]) -> Option<Vec<(u32, u32)>> {
+        let cycle = self.cycles.find(pairs, &|i| m.is_fixed(pairs[i].0))?;
+        let mut branches: Vec<(u32, u32)> = cycle
+            .into_iter()
+            .map(|i| pairs[i])
+            .filter(|&(a, _)| !m.is_fixed(a))
+            .collect();
+        branches.sort_unstable();
+        Some(branches)
+    }
+
+    /// How good a cycle is to branch on: (children whose bound reaches `reference`, their
+    /// total excess over it), smaller is better.
+    fn branching_cost(
+        &mut self,
+        m: &Matching,
+        branches: &[(u32, u32)],
+        reference: i64,
+        cutoff: Option<(usize, i64)>,
+    ) -> Option<(usize, i64)> {
+        let mut base = m.clone();
+        let mut cost = (0, 0);
+        for &(a, b) in branches {
+            let mut child = base.clone();
+            child.exclude(&self.graph, a, b, &mut self.scratch);
+            let excess = child.bound() - reference;
+            if excess >= 0 {
+                cost.0 += 1;
+                cost.1 += excess + 1;
+                // Costs only grow: this cycle cannot beat the best one any more.
+                if cutoff.is_some_and(|c| cost >= c) {
+                    return None;
+                }
+            }
+            base.fix(a, b);
+        }
+        Some(cost)
+    }
+
+    /// The cycle to branch on (see [`Searcher::set_strong_branching`]).
+    fn choose_branches(&mut self, m: &Matching, pairs: &[(u32, u32)]) -> Option<Vec<(u32, u32)>> {
+        let first = self.cycle_branches(m, pairs)?;
+        let Some((reference, candidates)) = self.strong else {
+            return Some(first);
+        };
+        let mut best_cost = self
+            .branching_cost(m, &first, reference, None)
+            .expect("no cutoff");
+        let mut best = first;
+        let mut left: Vec<(u32, u32)> = pairs.to_vec();
+        let mut last = best.clone();
+        for _ in 1..candidates {
+            if best_cost.0 == 0 {
+                break;
+            }
+            left.retain(|p| !last.contains(p));
+            let Some(next) = self.cycle_branches(m, &left) else {
+                break;
+            };
+            if let Some(cost) = self.branching_cost(m, &next, reference, Some(best_cost)) {
+                best_cost = cost;
+                best = next.clone();
+            }
+            last = next;
+        }
+        Some(best)
+    }
+
     fn evaluate(&mut self, m: &Matching, best: Option<i64>) -> Eval {
         if best.is_some_and(|b| m.bound() <= b) {
             return Eval::Pruned;
         }
         let pairs = m.pairs();
-        match self.cycles.find(&pairs, &|i| m.is_fixed(pairs[i].0)) {
+        match self.choose_branches(m, &pairs) {
             None => Eval::Leaf(pairs),
-            Some(cycle) => {
-                let mut branches: Vec<(u32, u32)> = cycle
-                    .into_iter()
-                    .map(|i| pairs[i])
-                    .filter(|&(a, _)| !m.is_fixed(a))
-                    .collect();
-                branches.sort_unstable();
+            Some(mut branches) => {
                 if let Some(seed) = self.shuffle.as_mut() {
                     for i in (1..branches.len()).rev() {
                         *seed ^= *seed << 13;
@@ -636,6 +725,95 @@ mod tests {
             assert_eq!(score, want, "n = {n}");
             let moves: Vec<u64> = moves.into_iter().map(u64::from).collect();
             assert_eq!(super::super::game::replay(n, &moves), Ok(want as u64));
+        }
+    }
+
+    /// The optimum by a plain search (first cycle at every node).
+    fn plain_optimum(n: u32) -> i64 {
+        let best = Best::default();
+        Searcher::new(n).search(&[], None, None, &best).unwrap();
+        best.best.into_inner().map_or(0, |b| b.1)
+    }
+
+    #[test]
+    fn strong_branching_finds_the_optimum_whatever_its_reference() {
+        // The reference steers which cycle is branched on, never what is pruned: references
+        // far below, at and above the optimum (a wrong one too) give the same optimum.
+        // A019312 (records/a019312.txt): N = 40 -> 525, 60 -> 1137, 90 -> 2552.
+        for (n, want) in [(40u32, 525i64), (60, 1137), (90, 2552)] {
+            assert_eq!(plain_optimum(n), want, "plain, n = {n}");
+            for reference in [0, want - 20, want, want + 1, want + 500] {
+                for candidates in [1, 3, 8] {
+                    let mut s = Searcher::new(n);
+                    s.set_strong_branching(Some(reference), candidates);
+                    let best = Best::default();
+                    assert_eq!(s.search(&[], None, None, &best).unwrap(), SearchEnd::Done);
+                    let (moves, score) = best.best.into_inner().unwrap();
+                    assert_eq!(score, want, "n = {n}, reference {reference}");
+                    let moves: Vec<u64> = moves.into_iter().map(u64::from).collect();
+                    assert_eq!(super::super::game::replay(n, &moves), Ok(want as u64));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn strong_branching_paths_rebuild_the_same_nodes() {
+        // Expanding a path from a fresh searcher gives the same children and bounds as
+        // reaching it by expanding its parent: the tree is a function of N and the
+        // reference, so units, the splitter and the donation check agree on it.
+        let n = 150;
+        let tree = |reference| {
+            let mut s = Searcher::new(n);
+            s.set_strong_branching(Some(reference), 4);
+            s
+        };
+        let mut s = tree(5_000);
+        let mut open: Vec<Vec<u16>> = vec![Vec::new()];
+        let mut seen = 0;
+        while let Some(path) = open.pop() {
+            let expansion = s.expand(&path).unwrap();
+            let again = tree(5_000).expand(&path).unwrap();
+            assert_eq!(expansion.bound, again.bound, "{path:?}");
+            assert_eq!(expansion.children, again.children, "{path:?}");
+            seen += 1;
+            if seen < 40 {
+                open.extend(expansion.children.into_iter().map(|c| c.0));
+            }
+        }
+        assert!(seen >= 10, "the tree at N = {n} has branching nodes");
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+
+        /// Strong branching with any reference and candidate count finds the plain search's
+        /// optimum: the choice of cycle only reshapes the partition of the node's games.
+        #[test]
+        fn strong_branching_never_changes_the_optimum(
+            n in 2u32..70,
+            offset in -200i64..200,
+            candidates in 1usize..6,
+        ) {
+            use std::cell::Cell;
+            struct Keep(Cell<Option<i64>>);
+            impl Observer for Keep {
+                fn bound(&self) -> Option<i64> { self.0.get() }
+                fn found(&self, _moves: &[u32], score: i64) { self.0.set(Some(score)); }
+                fn progress(&self, _nodes: u64) {}
+                fn checkpoint(&self, _path: &[u16]) {}
+                fn should_stop(&self) -> bool { false }
+                fn should_split(&self) -> bool { false }
+                fn donate(&self, _p: Vec<Vec<u16>>, _l: Vec<u16>) -> bool { false }
+            }
+            let plain = Keep(Cell::new(None));
+            Searcher::new(n).search(&[], None, None, &plain).unwrap();
+            let want = plain.0.get().unwrap_or(0);
+            let mut s = Searcher::new(n);
+            s.set_strong_branching(Some(want + offset), candidates);
+            let strong = Keep(Cell::new(None));
+            s.search(&[], None, None, &strong).unwrap();
+            proptest::prop_assert_eq!(strong.0.get().unwrap_or(0), want);
         }
     }
 }
