@@ -93,6 +93,7 @@ fn probe(n: u32) -> ExitCode {
         heuristic: false,
         unit_seconds: None,
         units: None,
+        independent: false,
     };
     let start = Instant::now();
     let sieve = Sieve::from_params(params).expect("parameters");

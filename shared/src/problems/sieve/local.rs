@@ -86,6 +86,7 @@ pub fn prove(n: u32, threads: usize) -> Result<Proven, ProblemError> {
         heuristic: false,
         unit_seconds: None,
         units: None,
+        independent: false,
     })?;
     let batch = sieve.split(None, usize::MAX)?;
     let shared = Shared {
