@@ -670,3 +670,53 @@ fn exact_campaigns_name_their_predecessor_and_refuse_bad_ones() {
         Some(json!({"moves": [5, 4, 6], "score": 15}))
     );
 }
+
+#[test]
+fn recorded_rows_closed_at_the_ceiling_rest_on_the_row_before() {
+    // A row without search (0 units) is proven by opt(N) <= opt(N-1) + N: the row for N - 1
+    // must be there and its value plus N must be this row's value.
+    let rows = recorded();
+    for (at, (n, value, _, _)) in rows.iter().enumerate() {
+        let units = recorded_units(*n);
+        if units > 0 {
+            continue;
+        }
+        let (m, before, _, _) = at.checked_sub(1).map(|i| &rows[i]).expect("a row before");
+        assert_eq!((*m, *before + i64::from(*n)), (n - 1, *value), "N = {n}");
+    }
+}
+
+/// The units column of `records/sieve.tsv`'s row for `n`.
+fn recorded_units(n: u32) -> u64 {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../records/sieve.tsv");
+    std::fs::read_to_string(path)
+        .expect("records/sieve.tsv")
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| l.split('\t').collect::<Vec<_>>())
+        .find(|cols| cols[0] == n.to_string())
+        .map(|cols| cols[3].parse().expect("units"))
+        .expect("a row")
+}
+
+#[test]
+fn a_local_proof_after_n_minus_1_closes_at_the_ceiling_or_searches() {
+    // Each N of 21..=40 built on N - 1 proves the same optimum as on its own; those whose
+    // start reaches opt(N-1) + N are closed without search.
+    let mut before = local::prove(20, 1).unwrap();
+    let mut closed = 0;
+    for n in 21..=40 {
+        let after = local::prove_after(n, 1, Some((before.score, &before.moves))).unwrap();
+        assert_eq!(after.score, local::prove(n, 1).unwrap().score, "N = {n}");
+        assert_eq!(game::replay(n, &after.moves), Ok(after.score as u64));
+        if after.units == 0 {
+            closed += 1;
+            assert_eq!(after.score, before.score + i64::from(n), "N = {n}");
+            assert_eq!(after.nodes, 0);
+        }
+        before = after;
+    }
+    assert!(closed >= 3, "{closed} closed");
+    let lie = [27u64, 26, 25, 24, 22, 21, 20];
+    assert!(local::prove_after(28, 1, Some((100, &lie))).is_err());
+}
