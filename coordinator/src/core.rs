@@ -344,7 +344,7 @@ impl Coordinator {
         let (best, accepted) = self
             .write(move |ctx| {
                 scheduler::touch_worker(ctx, req.worker_id)?;
-                scheduler::offer_incumbent(
+                let offered = scheduler::offer_incumbent(
                     ctx,
                     lease.campaign_id,
                     &solution,
@@ -356,7 +356,11 @@ impl Coordinator {
                         source: "improvement",
                         solver_version: req.solver_version,
                     },
-                )
+                )?;
+                if offered.1 {
+                    scheduler::successors::close_if_reached(ctx, lease.campaign_id)?;
+                }
+                Ok(offered)
             })
             .await?;
         if accepted {
@@ -906,7 +910,7 @@ impl Coordinator {
         };
         let (_, accepted) = self
             .write(move |ctx| {
-                scheduler::offer_incumbent(
+                let offered = scheduler::offer_incumbent(
                     ctx,
                     req.campaign_id,
                     &req.solution_json,
@@ -915,7 +919,11 @@ impl Coordinator {
                         source: &source,
                         ..Default::default()
                     },
-                )
+                )?;
+                if offered.1 {
+                    scheduler::successors::close_if_reached(ctx, req.campaign_id)?;
+                }
+                Ok(offered)
             })
             .await?;
         self.changed();

@@ -222,6 +222,16 @@ ALTER TABLE units ADD COLUMN bound INTEGER;
 -- Tiny units are created coarser: how many consecutive splitter units a unit joins.
 ALTER TABLE units ADD COLUMN parts INTEGER NOT NULL DEFAULT 1;
 "#,
+    r#"
+-- Campaigns that build on another campaign's result (Problem::predecessor): the campaign it
+-- builds on, whether it has taken that campaign's finished result yet, and the ceiling on
+-- the optimum that result gives (resting on a premise; the campaign ends when its incumbent
+-- reaches it).
+ALTER TABLE campaigns ADD COLUMN after_campaign INTEGER;
+ALTER TABLE campaigns ADD COLUMN inherited INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE campaigns ADD COLUMN ceiling INTEGER;
+CREATE INDEX campaigns_after ON campaigns (after_campaign) WHERE after_campaign IS NOT NULL;
+"#,
 ];
 
 /// The schema version this binary writes.

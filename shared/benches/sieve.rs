@@ -17,7 +17,9 @@
 //! `cargo bench -p grind-shared --bench sieve -- --record A B COMMIT` proves every N in
 //! A..=B and prints one `records/sieve.tsv` row per N (value, root bound, units, nodes, CPU
 //! and wall seconds, versions, COMMIT, date, an optimal game); `bench/sieve_record.sh`
-//! appends them to the record.
+//! appends them to the record. Each N builds on N - 1's row as a family campaign does
+//! (`sieve::local::prove_after`): a row with 0 units was closed at the ceiling
+//! opt(N-1) + N by N - 1's game extended, and rests on the row before it.
 
 use std::process::ExitCode;
 use std::time::Instant;
@@ -93,6 +95,7 @@ fn probe(n: u32) -> ExitCode {
         heuristic: false,
         unit_seconds: None,
         units: None,
+        independent: false,
     };
     let start = Instant::now();
     let sieve = Sieve::from_params(params).expect("parameters");
@@ -170,10 +173,19 @@ fn record(from: u32, to: u32, commit: &str, threads: usize) -> ExitCode {
         .ok()
         .and_then(|o| String::from_utf8(o.stdout).ok())
         .map_or_else(|| "-".to_string(), |d| d.trim().to_string());
+    // Each N builds on the proven N - 1 (the record's row for from - 1, then the row just
+    // proven), as a family campaign does.
+    let mut previous: Option<(i64, Vec<u64>)> = recorded_row(from.saturating_sub(1));
     for n in from..=to {
         let cpu = process_cpu_seconds();
         let wall = Instant::now();
-        let proven = local::prove(n, threads).expect("proof");
+        let proven = local::prove_after(
+            n,
+            threads,
+            previous.as_ref().map(|(v, m)| (*v, m.as_slice())),
+        )
+        .expect("proof");
+        previous = Some((proven.score, proven.moves.clone()));
         let wall = wall.elapsed().as_secs_f64();
         let cpu = process_cpu_seconds() - cpu;
         let bound = Searcher::new(n).root_bound();
@@ -189,4 +201,21 @@ fn record(from: u32, to: u32, commit: &str, threads: usize) -> ExitCode {
         );
     }
     ExitCode::SUCCESS
+}
+
+/// The value and game of `records/sieve.tsv`'s row for `n`, if there is one.
+fn recorded_row(n: u32) -> Option<(i64, Vec<u64>)> {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../records/sieve.tsv");
+    let text = std::fs::read_to_string(path).ok()?;
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| l.split('\t').collect::<Vec<_>>())
+        .find(|cols| cols.len() == 12 && cols[0] == n.to_string())
+        .and_then(|cols| {
+            let moves = cols[11]
+                .split_whitespace()
+                .map(|m| m.parse().ok())
+                .collect::<Option<Vec<u64>>>()?;
+            Some((cols[1].parse().ok()?, moves))
+        })
 }

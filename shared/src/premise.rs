@@ -38,6 +38,46 @@ impl Premise {
     }
 }
 
+/// The instance whose proven result another instance builds on (a family member's
+/// predecessor: the sieve's N - 1 for N). The coordinator links a new campaign to a campaign
+/// of `problem` whose parameters match `params` (compared like [`Premise::params`]) and,
+/// once that campaign has finished, hands its result to [`crate::problem::Problem::inherit`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Predecessor {
+    /// Short name for people of the predecessor's optimum, e.g. `opt(499)`: the label of the
+    /// premise a ceiling taken from it rests on.
+    pub label: String,
+    /// The predecessor's problem.
+    pub problem: String,
+    /// The parameters the predecessor's campaign must have (a JSON object; only these
+    /// fields are compared).
+    pub params: Value,
+}
+
+impl Predecessor {
+    /// The premise "the predecessor's optimum is `value`".
+    pub fn premise(&self, value: i64) -> Premise {
+        Premise {
+            label: self.label.clone(),
+            problem: self.problem.clone(),
+            params: self.params.clone(),
+            value,
+        }
+    }
+}
+
+/// What an instance takes from its predecessor's finished result.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Inherited {
+    /// A solution of this instance built from the predecessor's (the coordinator verifies
+    /// it like any other before it can become the incumbent).
+    pub start: Option<Value>,
+    /// A bound on this instance's optimum (upper for `max`, lower for `min`) that holds when
+    /// the predecessor's stated value is its true optimum: the coordinator records that as a
+    /// premise and ends the campaign once its incumbent reaches the ceiling.
+    pub ceiling: Option<i64>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

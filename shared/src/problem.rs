@@ -311,6 +311,29 @@ pub trait Problem: Send + Sync + 'static {
         Vec::new()
     }
 
+    /// The instance whose proven result this one builds on (for example the sieve's N - 1,
+    /// whose optimal game and value give N a starting game and a ceiling). The coordinator
+    /// asks once, at creation, and links the campaign to a matching campaign of the same
+    /// database; see [`Problem::inherit`]. The default: none.
+    fn predecessor(&self) -> Option<crate::premise::Predecessor> {
+        None
+    }
+
+    /// What this instance takes from its predecessor's finished campaign: `value`, the
+    /// optimum that campaign states, and `solution`, its best solution (both verified by the
+    /// coordinator on the predecessor). The coordinator verifies the returned starting
+    /// solution, and takes the ceiling only as a premise ("the predecessor's optimum is
+    /// `value`"), so the result is proven only when the predecessor's is. The default:
+    /// nothing.
+    fn inherit(
+        &self,
+        value: i64,
+        solution: &Value,
+    ) -> Result<crate::premise::Inherited, ProblemError> {
+        let _ = (value, solution);
+        Ok(crate::premise::Inherited::default())
+    }
+
     /// The best solution restated once an exhaustive campaign has finished and so proven it
     /// optimal (for example with a stated lower bound raised to its score). `None` (the
     /// default) keeps it as it is.

@@ -10,7 +10,7 @@ use rusqlite::{params, OptionalExtension};
 use serde_json::{json, Value};
 
 use super::events::event;
-use super::{leases, premises, units, Ctx, Usage};
+use super::{leases, premises, successors, units, Ctx, Usage};
 use crate::error::Error;
 
 /// Settings of a new campaign.
@@ -144,11 +144,27 @@ pub fn create_campaign(ctx: &Ctx, new: &NewCampaign) -> Result<i64, Error> {
                "max_attempts": max_attempts, "solver_version": entry.solver_version,
                "premises": premises}),
     )?;
+    successors::link(ctx, id, problem.as_ref())?;
     Ok(id)
 }
 
-/// Ends a running campaign once its splitter is exhausted and no unit is left to run.
+/// Ends a running campaign once its splitter is exhausted and no unit is left to run; a
+/// campaign that finished `done` then backs the premises it proves and hands its result to
+/// the campaigns that build on it.
 pub fn maybe_finish_campaign(ctx: &Ctx, campaign_id: i64) -> Result<(), Error> {
+    if finish_if_complete(ctx, campaign_id)? == Some("done") {
+        premises::back_dependents(ctx, campaign_id)?;
+        successors::on_finished(ctx, campaign_id)?;
+    }
+    Ok(())
+}
+
+/// Ends a running campaign once its splitter is exhausted and no unit is left to run;
+/// returns the state it ended in (`done` or `failed`), if it ended.
+pub(crate) fn finish_if_complete(
+    ctx: &Ctx,
+    campaign_id: i64,
+) -> Result<Option<&'static str>, Error> {
     // Cheap test first: almost every completion of a campaign happens while its splitter
     // still has units to produce, and then no unit needs counting.
     let (state, split_done): (String, bool) = ctx
@@ -156,7 +172,7 @@ pub fn maybe_finish_campaign(ctx: &Ctx, campaign_id: i64) -> Result<(), Error> {
         .prepare_cached("SELECT state, split_done FROM campaigns WHERE id = ?1")?
         .query_row(params![campaign_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
     if state != "running" || !split_done {
-        return Ok(());
+        return Ok(None);
     }
     let open: bool = ctx
         .conn
@@ -165,7 +181,7 @@ pub fn maybe_finish_campaign(ctx: &Ctx, campaign_id: i64) -> Result<(), Error> {
         )?
         .query_row(params![campaign_id], |r| r.get(0))?;
     if open {
-        return Ok(());
+        return Ok(None);
     }
     let failed: i64 = ctx
         .conn
@@ -188,10 +204,7 @@ pub fn maybe_finish_campaign(ctx: &Ctx, campaign_id: i64) -> Result<(), Error> {
         None,
         json!({"state": new_state, "failed_units": failed}),
     )?;
-    if new_state == "done" {
-        premises::back_dependents(ctx, campaign_id)?;
-    }
-    Ok(())
+    Ok(Some(new_state))
 }
 
 /// Lets the problem restate the best solution of a campaign that has just proven it
@@ -373,5 +386,38 @@ pub(crate) fn set_solver_version(ctx: &Ctx, campaign_id: i64, version: u32) -> R
     ctx.conn
         .prepare_cached("UPDATE campaigns SET solver_version = ?2 WHERE id = ?1")?
         .execute(params![campaign_id, version])?;
+    Ok(())
+}
+
+/// Links a campaign to the campaign whose result it builds on (see [`super::successors`]).
+pub(crate) fn set_after(ctx: &Ctx, campaign_id: i64, after: i64) -> Result<(), Error> {
+    ctx.conn
+        .prepare_cached("UPDATE campaigns SET after_campaign = ?2 WHERE id = ?1")?
+        .execute(params![campaign_id, after])?;
+    Ok(())
+}
+
+/// Notes that a campaign has taken its predecessor's result (it does so once).
+pub(crate) fn note_inherited(ctx: &Ctx, campaign_id: i64) -> Result<(), Error> {
+    ctx.conn
+        .prepare_cached("UPDATE campaigns SET inherited = 1 WHERE id = ?1")?
+        .execute(params![campaign_id])?;
+    Ok(())
+}
+
+/// Sets (or drops) the ceiling on a campaign's optimum that its predecessor's result gives.
+pub(crate) fn set_ceiling(ctx: &Ctx, campaign_id: i64, ceiling: Option<i64>) -> Result<(), Error> {
+    ctx.conn
+        .prepare_cached("UPDATE campaigns SET ceiling = ?2 WHERE id = ?1")?
+        .execute(params![campaign_id, ceiling])?;
+    Ok(())
+}
+
+/// Ends a campaign's splitting: it creates no more units (the campaign closed at its
+/// ceiling).
+pub(crate) fn close_split(ctx: &Ctx, campaign_id: i64) -> Result<(), Error> {
+    ctx.conn
+        .prepare_cached("UPDATE campaigns SET split_cursor = NULL, split_done = 1 WHERE id = ?1")?
+        .execute(params![campaign_id])?;
     Ok(())
 }

@@ -82,7 +82,9 @@ pub(crate) fn active_of_campaign(
 
 /// Grants up to `capacity` leases to a worker, sharing them fairly among running campaigns
 /// (fewest active leases first, then least recently served, so that many campaigns on few
-/// workers take turns) and producing units lazily from each campaign's splitter.
+/// workers take turns) and producing units lazily from each campaign's splitter. A campaign
+/// whose predecessor is still running or paused gets only the slots left over, the earliest
+/// such campaign first.
 pub fn grant_leases(
     ctx: &Ctx,
     worker_id: i64,
@@ -101,12 +103,17 @@ pub fn grant_leases(
         .min(max_units as usize);
     let mut remaining = (capacity.min(ctx.config.max_capacity) as usize).min(room);
     let campaigns = running_campaigns_in_turn(ctx)?;
+    let ready = campaigns.iter().filter(|c| !c.1).count();
     let mut grants = Vec::new();
-    for (index, campaign_id) in campaigns.iter().enumerate() {
+    for (index, (campaign_id, waiting)) in campaigns.iter().enumerate() {
         if remaining == 0 {
             break;
         }
-        let share = remaining.div_ceil(campaigns.len() - index);
+        let share = if *waiting {
+            remaining
+        } else {
+            remaining.div_ceil(ready - index)
+        };
         // Tiny units travel in runs: several units per slot, each its own lease.
         let run = if takes_runs {
             pacing::run_length(ctx, *campaign_id)?
@@ -121,26 +128,32 @@ pub fn grant_leases(
     Ok(grants)
 }
 
-/// The running campaigns in the order they are served: fewest active leases first, then
-/// least recently served. Counting a campaign's active leases costs a scan of them on every
-/// grant (a thousand workers hold a thousand), so a lone running campaign skips the sort.
-fn running_campaigns_in_turn(ctx: &Ctx) -> Result<Vec<i64>, Error> {
+/// The running campaigns in the order they are served, each with whether it waits on a
+/// running predecessor (see `successors`): ready ones first, fewest active leases first, then
+/// least recently served; waiting ones last, earliest first, taking only what the others
+/// leave. Counting a campaign's active leases costs a scan of them on every grant (a
+/// thousand workers hold a thousand), so a lone running campaign skips the sort (it cannot
+/// wait: its predecessor is not running).
+fn running_campaigns_in_turn(ctx: &Ctx) -> Result<Vec<(i64, bool)>, Error> {
     let running: Vec<i64> = ctx
         .conn
         .prepare_cached("SELECT id FROM campaigns WHERE state = 'running' LIMIT 2")?
         .query_map([], |r| r.get(0))?
         .collect::<Result<_, _>>()?;
     if running.len() < 2 {
-        return Ok(running);
+        return Ok(running.into_iter().map(|id| (id, false)).collect());
     }
     Ok(ctx
         .conn
         .prepare_cached(
-            "SELECT c.id FROM campaigns c WHERE c.state = 'running'
-             ORDER BY (SELECT count(*) FROM leases l WHERE l.campaign_id = c.id AND l.state = 'active'),
+            "SELECT c.id, EXISTS (SELECT 1 FROM campaigns p WHERE p.id = c.after_campaign
+                                    AND p.state IN ('running', 'paused')) AS waiting
+             FROM campaigns c WHERE c.state = 'running'
+             ORDER BY waiting, CASE WHEN waiting THEN c.id ELSE 0 END,
+                      (SELECT count(*) FROM leases l WHERE l.campaign_id = c.id AND l.state = 'active'),
                       c.last_lease_id, c.id",
         )?
-        .query_map([], |r| r.get(0))?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
         .collect::<Result<_, _>>()?)
 }
 

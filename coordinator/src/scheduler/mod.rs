@@ -15,6 +15,7 @@
 //! | [`pacing`] | (none) | how much work a lease carries: runs of units, joined units |
 //! | [`incumbents`] | (none) | offering a verified solution, the running bounds |
 //! | [`premises`] | `premises`, `proof_records` | proof chains: the values a proof takes as given and the campaigns or imported records that back them |
+//! | [`successors`] | (none) | campaigns that build on another's result: link, adopt its start and ceiling, close at the ceiling |
 //! | [`workers`] | `workers` | register, touch, standing, bans, checkpoint trust |
 //! | [`events`] | `events` | the append-only provenance log |
 //!
@@ -36,6 +37,7 @@ pub mod pacing;
 pub mod premises;
 pub mod results;
 pub mod settle;
+pub mod successors;
 pub mod units;
 pub mod workers;
 

@@ -72,6 +72,35 @@ pub(crate) fn record(ctx: &Ctx, campaign_id: i64, premises: &[Premise]) -> Resul
     Ok(())
 }
 
+/// Adds one premise to an existing campaign (a ceiling taken from its predecessor), backed
+/// at once when a proving campaign or record proves its value. Returns false, recording
+/// nothing, when a proving campaign contradicts it.
+pub(crate) fn add(ctx: &Ctx, campaign_id: i64, premise: &Premise) -> Result<bool, Error> {
+    let (backed_by, backed_by_record) = match standing(ctx.conn, premise)? {
+        Standing::Backed(by) => (Some(by), None),
+        Standing::BackedByRecord(record) => (None, Some(record)),
+        Standing::Contradicted(..) => return Ok(false),
+        Standing::Open => (None, None),
+    };
+    ctx.conn
+        .prepare_cached(
+            "INSERT INTO premises (campaign_id, position, label, problem, params_json, value,
+                 backed_by, backed_by_record)
+             SELECT ?1, coalesce(max(position) + 1, 0), ?2, ?3, ?4, ?5, ?6, ?7
+             FROM premises WHERE campaign_id = ?1",
+        )?
+        .execute(params![
+            campaign_id,
+            premise.label,
+            premise.problem,
+            premise.params.to_string(),
+            premise.value,
+            backed_by,
+            backed_by_record
+        ])?;
+    Ok(true)
+}
+
 /// After `campaign_id` finished: backs (or marks contradicted) every open premise it
 /// proves, and follows the chain to the campaigns that thereby became proving themselves.
 pub(crate) fn back_dependents(ctx: &Ctx, campaign_id: i64) -> Result<(), Error> {

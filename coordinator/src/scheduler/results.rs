@@ -8,7 +8,7 @@ use serde_json::json;
 use super::events::event;
 use super::incumbents::offer_incumbent;
 use super::leases::{self, owned_lease, LeaseRow};
-use super::{campaigns, settle, units, Ctx, Origin, Usage, VerifiedResult};
+use super::{campaigns, settle, successors, units, Ctx, Origin, Usage, VerifiedResult};
 use crate::error::Error;
 
 /// Takes a worker's (already verified) result for a lease. Idempotent per unit: a result
@@ -226,7 +226,11 @@ fn apply_result(
                     },
                 )?;
             }
-            settle::settle_search(ctx, lease, result_id, value)
+            settle::settle_search(ctx, lease, result_id, value)?;
+            if best.is_some() {
+                successors::close_if_reached(ctx, lease.campaign_id)?;
+            }
+            Ok(())
         }
         VerifiedResult::Samples(samples) => {
             insert_samples(ctx, lease, result_id, samples)?;

@@ -432,3 +432,15 @@ pub(crate) fn retry_failed(ctx: &Ctx, campaign_id: i64) -> Result<(), Error> {
         .execute(params![campaign_id])?;
     Ok(())
 }
+
+/// Closes every pending unit of a campaign without searching it (the campaign reached its
+/// ceiling: nothing better exists); returns how many.
+pub(crate) fn close_open(ctx: &Ctx, campaign_id: i64) -> Result<usize, Error> {
+    Ok(ctx
+        .conn
+        .prepare_cached(
+            "UPDATE units SET state = 'done', value = 'none', done_ms = ?2, lease_id = NULL,
+                 replica_needed = 0 WHERE campaign_id = ?1 AND state = 'pending'",
+        )?
+        .execute(params![campaign_id, ctx.now])?)
+}

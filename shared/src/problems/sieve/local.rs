@@ -79,6 +79,44 @@ impl SolveContext for UnitContext<'_> {
 /// Proves the optimum for 1..=n on `threads` threads (0 = rayon's default), with the
 /// splitter's default number of units; every reported game is re-scored by the verifier.
 pub fn prove(n: u32, threads: usize) -> Result<Proven, ProblemError> {
+    prove_after(n, threads, None)
+}
+
+/// [`prove`], building on `previous`, a proven optimum of 1..=N-1 and a game reaching it, as
+/// a family campaign does ([`super::family`]): its game extended is the starting game, and
+/// when that reaches the ceiling opt(N-1) + N it is optimal without any search (0 units,
+/// 0 nodes; the result then rests on `previous` being the optimum).
+pub fn prove_after(
+    n: u32,
+    threads: usize,
+    previous: Option<(i64, &[u64])>,
+) -> Result<Proven, ProblemError> {
+    let start = match previous {
+        Some((value, moves)) => {
+            let (moves, score) = super::family::extend(n, moves, value)?;
+            if score == value + i64::from(n) {
+                return Ok(Proven {
+                    score,
+                    moves,
+                    units: 0,
+                    nodes: 0,
+                });
+            }
+            Some(Scored {
+                solution: super::solution(
+                    &moves.iter().map(|&m| m as u32).collect::<Vec<_>>(),
+                    score,
+                ),
+                score,
+            })
+        }
+        None => None,
+    };
+    prove_from(n, threads, start)
+}
+
+/// [`prove`] with `start` (a verified game) as the first incumbent.
+fn prove_from(n: u32, threads: usize, start: Option<Scored>) -> Result<Proven, ProblemError> {
     let sieve = Sieve::from_params(super::SieveParams {
         n: Some(n),
         n_from: None,
@@ -86,12 +124,17 @@ pub fn prove(n: u32, threads: usize) -> Result<Proven, ProblemError> {
         heuristic: false,
         unit_seconds: None,
         units: None,
+        independent: false,
     })?;
     let batch = sieve.split(None, usize::MAX)?;
     let shared = Shared {
         bound: AtomicI64::new(sieve.initial_bound().unwrap_or(i64::MIN)),
         best: Mutex::new(None),
     };
+    if let Some(start) = start {
+        sieve.score(&start.solution)?;
+        shared.improve(start);
+    }
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build()

@@ -15,9 +15,17 @@
 //! 0 builds its starts along a chain from a smaller N, later rounds start from the
 //! incumbent (`grind run ... --seconds T` stops the whole run). Solutions are ordered move
 //! lists `{"moves": [...], "score": s}`, verified by plain replay ([`game::replay`]).
+//!
+//! An exact campaign for N builds on the exact campaign for N - 1 of the same database, its
+//! predecessor, unless `--independent` ([`family`]): once that one has finished, N starts
+//! from its game (plus N where legal) when that is better, and takes opt(N) <= opt(N-1) + N
+//! as a ceiling, a premise of N's proof (proven in [`family`]'s docs): the coordinator ends
+//! N's campaign as soon as its incumbent reaches it. In a family (`--n-from A --n-to B`)
+//! every member after the first builds on the one before.
 
 pub mod anytime;
 mod donation;
+pub mod family;
 pub mod game;
 pub mod lns;
 pub mod local;
@@ -133,6 +141,11 @@ pub struct SieveParams {
     #[arg(long)]
     #[serde(default)]
     pub units: Option<u32>,
+    /// Exact mode: do not build on the campaign for N - 1 (no starting game or ceiling from
+    /// it; a family's members then run side by side).
+    #[arg(long, conflicts_with = "heuristic")]
+    #[serde(default)]
+    pub independent: bool,
 }
 
 /// A game (moves in play order) and its score.
@@ -177,6 +190,9 @@ impl ProblemDef for Sieve {
         let n = params.n.ok_or_else(|| bad("--n is required".into()))?;
         if !(1..=MAX_N).contains(&n) {
             return Err(bad(format!("--n {n} is out of range: 1..={MAX_N}")));
+        }
+        if params.independent && params.heuristic {
+            return Err(bad("--independent is an exact-mode flag".into()));
         }
         if params.unit_seconds.is_some() && !params.heuristic {
             return Err(bad("--unit-seconds needs --heuristic".into()));
@@ -545,6 +561,26 @@ impl Problem for Sieve {
         let mut gaps =
             donation::GapSearch::new(self.exact_searcher(), bound.max(self.initial_bound()));
         check_range_donation(&old, &remaining, &donated, &mut gaps)
+    }
+
+    /// Exact mode builds on the exact campaign for N - 1 (see [`family`]).
+    fn predecessor(&self) -> Option<crate::premise::Predecessor> {
+        if family::builds_on_predecessor(&self.params) {
+            family::predecessor(self.n)
+        } else {
+            None
+        }
+    }
+
+    fn inherit(
+        &self,
+        value: i64,
+        solution: &Value,
+    ) -> Result<crate::premise::Inherited, ProblemError> {
+        if !family::builds_on_predecessor(&self.params) {
+            return Ok(crate::premise::Inherited::default());
+        }
+        family::inherit(self.n, value, solution)
     }
 
     fn score(&self, solution: &Value) -> Result<i64, ProblemError> {

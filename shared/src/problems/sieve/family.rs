@@ -1,0 +1,98 @@
+//! Family members that build on each other: the campaign for N takes the finished campaign
+//! for N - 1 as its predecessor ([`crate::problem::Problem::predecessor`]) and inherits a
+//! starting game and a ceiling from it ([`inherit`]).
+//!
+//! **Starting game.** A game on 1..=N-1 is a legal move sequence on 1..=N: N divides no
+//! other number of the list, so it is never crossed out as a divisor and no move loses a
+//! divisor or changes its score. When the N-1 game is over, the only number that can still
+//! be selected on 1..=N is N itself (every other number has the divisors it had on 1..=N-1,
+//! none of which remains), and N can be selected exactly when one of its proper divisors is
+//! still in the list. So the N-1 game, followed by N when that is legal, is a finished game
+//! on 1..=N scoring opt(N-1) (+ N).
+//!
+//! **Ceiling: opt(N) <= opt(N-1) + N.** Take an optimal game G on 1..=N and delete the move
+//! N if G plays it. What is left is a legal move sequence on 1..=N-1: a move before N sees
+//! the same list as in G (less N, which divides nothing it selects); a move after N sees the
+//! list of G plus the divisors of N that N's move crossed out, so it still remains itself
+//! (it was selected later, so N did not cross it out) and still has the proper divisor it had
+//! in G. Its score is score(G) - N (or score(G) if G never plays N). Playing on until no move
+//! is left only adds points, so opt(N-1) >= score(G) - N, that is opt(N) <= opt(N-1) + N.
+//! The ceiling holds only if the predecessor's value really is opt(N-1): the coordinator
+//! records it as a premise, so N's result is proven only when N - 1's is. It is reached
+//! exactly when some optimal game on 1..=N plays N, which a third of N up to 1000 do (for
+//! example N = 2p with p prime: p stays in the list, since only p's own move could cross it
+//! out below 2p, so N = 2p is selectable after any game on 1..=N-1).
+
+use serde_json::{json, Value};
+
+use super::game::{self, Board};
+use super::{solution, SieveParams};
+use crate::premise::{Inherited, Predecessor};
+use crate::problem::ProblemError;
+use crate::registry::ProblemDef;
+
+/// The predecessor of the exact campaign for `n` (none for N = 1): the exact campaign for
+/// N - 1.
+pub fn predecessor(n: u32) -> Option<Predecessor> {
+    (n >= 2).then(|| Predecessor {
+        label: format!("opt({})", n - 1),
+        problem: <super::Sieve as ProblemDef>::NAME.to_string(),
+        params: json!({"n": n - 1, "heuristic": false}),
+    })
+}
+
+/// The N-1 game `moves` followed by N when N is still selectable at its end, and its score;
+/// an error when `moves` is not a finished game on 1..=N-1 scoring `value`.
+pub fn extend(n: u32, moves: &[u64], value: i64) -> Result<(Vec<u64>, i64), ProblemError> {
+    let bad = |why: String| ProblemError::InvalidSolution(format!("sieve predecessor: {why}"));
+    if n < 2 {
+        return Err(bad("N = 1 has no predecessor".into()));
+    }
+    let score =
+        game::replay(n - 1, moves).map_err(|e| bad(format!("not a game on 1..={}: {e}", n - 1)))?;
+    if i64::try_from(score).ok() != Some(value) {
+        return Err(bad(format!("its game scores {score}, not {value}")));
+    }
+    let mut board = Board::new(n);
+    for &m in moves {
+        // Legal on 1..=N-1, so legal here (replayed above).
+        board.play(m as u32);
+    }
+    let mut extended = moves.to_vec();
+    let mut score = value;
+    if board.legal(n) {
+        extended.push(u64::from(n));
+        score += i64::from(n);
+    }
+    Ok((extended, score))
+}
+
+/// What the campaign for `n` takes from the finished campaign for N - 1, which states that
+/// opt(N-1) = `value` with the game `solution`: that game extended ([`extend`]) as a
+/// starting game, and the ceiling `value + N`.
+pub fn inherit(n: u32, value: i64, solution_doc: &Value) -> Result<Inherited, ProblemError> {
+    let moves: Vec<u64> = solution_doc
+        .get("moves")
+        .and_then(Value::as_array)
+        .ok_or_else(|| {
+            ProblemError::InvalidSolution("sieve predecessor: no \"moves\" list".into())
+        })?
+        .iter()
+        .map(|m| {
+            m.as_u64().ok_or_else(|| {
+                ProblemError::InvalidSolution(format!("sieve predecessor: move {m}"))
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    let (extended, score) = extend(n, &moves, value)?;
+    let moves: Vec<u32> = extended.iter().map(|&m| m as u32).collect();
+    Ok(Inherited {
+        start: Some(solution(&moves, score)),
+        ceiling: value.checked_add(i64::from(n)),
+    })
+}
+
+/// Whether an exact campaign with these parameters builds on its predecessor.
+pub fn builds_on_predecessor(params: &SieveParams) -> bool {
+    !params.heuristic && !params.independent
+}
