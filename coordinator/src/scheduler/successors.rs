@@ -23,7 +23,7 @@
 //!   (given the premise): the campaign's active leases are cancelled, its open units closed
 //!   without search and it finishes, which may in turn let its own successors adopt.
 
-use grind_shared::problem::Problem;
+use grind_shared::problem::{Objective, Problem};
 use rusqlite::{params, OptionalExtension};
 use serde_json::{json, Value};
 
@@ -238,11 +238,7 @@ fn close_at_ceiling(ctx: &Ctx, campaign_id: i64) -> Result<bool, Error> {
         return Ok(false);
     }
     if best != ceiling {
-        let beaten = match objective.as_str() {
-            "max" => best > ceiling,
-            "min" => best < ceiling,
-            _ => false,
-        };
+        let beaten = Objective::parse(&objective).is_some_and(|o| o.improves(best, Some(ceiling)));
         if beaten {
             campaigns::set_ceiling(ctx, campaign_id, None)?;
             event(
