@@ -110,6 +110,29 @@ fn stated_maxima_make_a_conditional_proof_until_proven_campaigns_back_them() {
     let f5 = rests_on(&lowered).pop().unwrap();
     assert_eq!(f5, ("f(5)".to_string(), 6, None, Some(five_id)));
 
+    // A new campaign stating f(5) = 6 now that f(5) = 7 is proven here is refused outright.
+    let refused = std::process::Command::new(grind_bin())
+        .args([
+            "run",
+            "topswops",
+            "--n",
+            "7",
+            "--known",
+            "0,1,2,4,6,10",
+            "--db",
+        ])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    let why = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        why.contains(&format!(
+            "the parameters state f(5) = 6, but campaign {five_id} proved f(5) = 7"
+        )),
+        "{why}"
+    );
+
     // The right values, every one backed by a proven campaign: plainly proven, f(6) = 10,
     // and the proof names the campaigns it rests on (f(5) through the chain above).
     let six = run_topswops(&db, 6, Some("0,1,2,4,7"));

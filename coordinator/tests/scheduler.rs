@@ -31,6 +31,23 @@ fn test_config() -> Config {
     }
 }
 
+/// A rig whose leases aim at 100 ms of work (runs of tiny units, even finish).
+fn paced_rig() -> Rig {
+    rig_with(Config {
+        target_lease_ms: 100,
+        ..test_config()
+    })
+}
+
+/// A primes unit's result: a count of 1 that took `wall_seconds`.
+fn counted(wall_seconds: f64) -> pb::UnitResult {
+    pb::UnitResult {
+        count: "1".into(),
+        wall_seconds,
+        ..Default::default()
+    }
+}
+
 fn rig_with(config: Config) -> Rig {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("t.db")).unwrap();
@@ -557,10 +574,7 @@ async fn a_replica_goes_to_another_worker_without_waiting_and_is_not_self_checke
 
 #[tokio::test]
 async fn tiny_units_are_granted_in_runs_that_fill_the_target_lease() {
-    let rig = rig_with(Config {
-        target_lease_ms: 100,
-        ..test_config()
-    });
+    let rig = paced_rig();
     rig.campaign(serde_json::json!({"to": 1_000_000, "unit": 100}))
         .await;
     let worker = rig.worker("w").await;
@@ -568,11 +582,7 @@ async fn tiny_units_are_granted_in_runs_that_fill_the_target_lease() {
     let first = rig.lease(worker, 4).await;
     assert_eq!(first.len(), 4);
     for grant in &first {
-        let result = pb::UnitResult {
-            count: "1".into(),
-            wall_seconds: 0.010,
-            ..Default::default()
-        };
+        let result = counted(0.010);
         rig.complete(worker, grant, Some(result)).await.unwrap();
     }
     // A worker that does not take runs still gets one unit per slot.
@@ -588,21 +598,14 @@ async fn tiny_units_are_granted_in_runs_that_fill_the_target_lease() {
 
 #[tokio::test]
 async fn a_campaigns_last_runs_shrink_so_that_its_workers_finish_together() {
-    let rig = rig_with(Config {
-        target_lease_ms: 100,
-        ..test_config()
-    });
+    let rig = paced_rig();
     // 40 units of 100 numbers, split 16 at a time (never joined: measured at 10 ms a unit,
     // a unit already takes an eighth of the 100 ms target).
     let campaign = rig
         .campaign(serde_json::json!({"to": 4_000, "unit": 100}))
         .await;
     let (one, two) = (rig.worker("one").await, rig.worker("two").await);
-    let ten_ms = |_: &pb::LeaseGrant| pb::UnitResult {
-        count: "1".into(),
-        wall_seconds: 0.010,
-        ..Default::default()
-    };
+    let ten_ms = |_: &pb::LeaseGrant| counted(0.010);
     let first = rig.lease(one, 4).await;
     for grant in &first {
         rig.complete(one, grant, Some(ten_ms(grant))).await.unwrap();
@@ -651,18 +654,11 @@ async fn a_campaigns_last_runs_shrink_so_that_its_workers_finish_together() {
 
 #[tokio::test]
 async fn a_lone_worker_keeps_full_runs_to_the_end() {
-    let rig = rig_with(Config {
-        target_lease_ms: 100,
-        ..test_config()
-    });
+    let rig = paced_rig();
     rig.campaign(serde_json::json!({"to": 2_400, "unit": 100}))
         .await;
     let worker = rig.worker("w").await;
-    let ten_ms = pb::UnitResult {
-        count: "1".into(),
-        wall_seconds: 0.010,
-        ..Default::default()
-    };
+    let ten_ms = counted(0.010);
     let mut sizes = Vec::new();
     loop {
         let grants = rig.lease_runs(worker, 1, 512).await;
@@ -682,10 +678,7 @@ async fn a_lone_worker_keeps_full_runs_to_the_end() {
 
 #[tokio::test]
 async fn tiny_units_are_created_coarser_and_still_tile_the_space() {
-    let rig = rig_with(Config {
-        target_lease_ms: 100,
-        ..test_config()
-    });
+    let rig = paced_rig();
     let campaign = rig
         .campaign(serde_json::json!({"to": 100_000, "unit": 100}))
         .await;
@@ -702,11 +695,7 @@ async fn tiny_units_are_created_coarser_and_still_tile_the_space() {
             assert_eq!(grant.unit_label, format!("[{start}, {end})"));
             ranges.push((start, end));
             // Every unit reports 1 ms a splitter unit.
-            let result = pb::UnitResult {
-                count: "1".into(),
-                wall_seconds: 0.001 * ((end - start) / 100) as f64,
-                ..Default::default()
-            };
+            let result = counted(0.001 * ((end - start) / 100) as f64);
             rig.complete(worker, grant, Some(result)).await.unwrap();
         }
     }
@@ -729,10 +718,7 @@ async fn tiny_units_are_created_coarser_and_still_tile_the_space() {
 
 #[tokio::test]
 async fn a_campaign_with_pacing_off_keeps_one_unit_per_slot_as_split() {
-    let rig = rig_with(Config {
-        target_lease_ms: 100,
-        ..test_config()
-    });
+    let rig = paced_rig();
     rig.coordinator
         .create_campaigns(pb::CreateCampaignRequest {
             problem: "primes".into(),
@@ -752,11 +738,7 @@ async fn a_campaign_with_pacing_off_keeps_one_unit_per_slot_as_split() {
         let [start, end] = [0, 8]
             .map(|at| u64::from_le_bytes(grants[0].unit_payload[at..at + 8].try_into().unwrap()));
         assert_eq!(end - start, 100, "a unit as the splitter made it");
-        let result = pb::UnitResult {
-            count: "1".into(),
-            wall_seconds: 0.001,
-            ..Default::default()
-        };
+        let result = counted(0.001);
         rig.complete(worker, &grants[0], Some(result))
             .await
             .unwrap();

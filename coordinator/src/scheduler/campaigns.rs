@@ -9,7 +9,7 @@ use grind_shared::rng::splitmix64;
 use rusqlite::{params, OptionalExtension};
 use serde_json::{json, Value};
 
-use super::events::event;
+use super::events::campaign_event;
 use super::{leases, premises, successors, units, Ctx, Usage};
 use crate::error::Error;
 
@@ -132,14 +132,10 @@ pub fn create_campaign(ctx: &Ctx, new: &NewCampaign) -> Result<i64, Error> {
     let id = ctx.conn.last_insert_rowid();
     let premises = problem.premises();
     premises::record(ctx, id, &premises)?;
-    event(
-        ctx.conn,
-        ctx.now,
+    campaign_event(
+        ctx,
+        id,
         "campaign_created",
-        Some(id),
-        None,
-        None,
-        None,
         json!({"problem": new.problem, "params": canonical, "verify_rate": verify_rate,
                "max_attempts": max_attempts, "solver_version": entry.solver_version,
                "premises": premises}),
@@ -194,14 +190,10 @@ pub(crate) fn finish_if_complete(
     if new_state == "done" {
         restate_proven_solution(ctx, campaign_id)?;
     }
-    event(
-        ctx.conn,
-        ctx.now,
+    campaign_event(
+        ctx,
+        campaign_id,
         "campaign_finished",
-        Some(campaign_id),
-        None,
-        None,
-        None,
         json!({"state": new_state, "failed_units": failed}),
     )?;
     Ok(Some(new_state))
@@ -273,14 +265,10 @@ pub fn change_state(ctx: &Ctx, campaign_id: i64, action: Action) -> Result<(), E
             "UPDATE campaigns SET state = ?2, finished_ms = coalesce(?3, CASE WHEN ?2 = 'running' THEN NULL ELSE finished_ms END) WHERE id = ?1",
         )?
         .execute(params![campaign_id, new_state, finished])?;
-    event(
-        ctx.conn,
-        ctx.now,
+    campaign_event(
+        ctx,
+        campaign_id,
         "campaign_state",
-        Some(campaign_id),
-        None,
-        None,
-        None,
         json!({"from": state, "to": new_state}),
     )?;
     if new_state == "running" {

@@ -4,6 +4,7 @@
 use rusqlite::{params, Connection};
 use serde_json::Value;
 
+use super::Ctx;
 use crate::error::Error;
 
 /// Appends one provenance event and returns its id.
@@ -32,4 +33,24 @@ pub fn event(
         detail.to_string()
     ])?;
     Ok(conn.last_insert_rowid())
+}
+
+/// Appends a provenance event about a campaign as a whole (no unit, lease or worker) and
+/// returns its id.
+pub(crate) fn campaign_event(
+    ctx: &Ctx,
+    campaign_id: i64,
+    kind: &str,
+    detail: Value,
+) -> Result<i64, Error> {
+    event(
+        ctx.conn,
+        ctx.now,
+        kind,
+        Some(campaign_id),
+        None,
+        None,
+        None,
+        detail,
+    )
 }

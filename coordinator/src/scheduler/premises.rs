@@ -40,34 +40,16 @@ enum Standing {
 /// Records a new campaign's premises and backs each with a proving campaign if one exists.
 /// A premise that a proving campaign contradicts is refused (the campaign is not created).
 pub(crate) fn record(ctx: &Ctx, campaign_id: i64, premises: &[Premise]) -> Result<(), Error> {
-    for (position, premise) in premises.iter().enumerate() {
-        let (backed_by, backed_by_record) = match standing(ctx.conn, premise)? {
-            Standing::Backed(by) => (Some(by), None),
-            Standing::BackedByRecord(record) => (None, Some(record)),
-            Standing::Contradicted(by, proved) => {
+    for premise in premises {
+        match backing(ctx.conn, premise)? {
+            Ok(backing) => insert(ctx, campaign_id, premise, backing)?,
+            Err((by, proved)) => {
                 return Err(Error::InvalidArgument(format!(
                     "the parameters state {} = {}, but campaign {by} proved {} = {proved}",
                     premise.label, premise.value, premise.label
                 )))
             }
-            Standing::Open => (None, None),
-        };
-        ctx.conn
-            .prepare_cached(
-                "INSERT INTO premises (campaign_id, position, label, problem, params_json, value,
-                     backed_by, backed_by_record)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            )?
-            .execute(params![
-                campaign_id,
-                position as i64,
-                premise.label,
-                premise.problem,
-                premise.params.to_string(),
-                premise.value,
-                backed_by,
-                backed_by_record
-            ])?;
+        }
     }
     Ok(())
 }
@@ -76,12 +58,33 @@ pub(crate) fn record(ctx: &Ctx, campaign_id: i64, premises: &[Premise]) -> Resul
 /// at once when a proving campaign or record proves its value. Returns false, recording
 /// nothing, when a proving campaign contradicts it.
 pub(crate) fn add(ctx: &Ctx, campaign_id: i64, premise: &Premise) -> Result<bool, Error> {
-    let (backed_by, backed_by_record) = match standing(ctx.conn, premise)? {
-        Standing::Backed(by) => (Some(by), None),
-        Standing::BackedByRecord(record) => (None, Some(record)),
-        Standing::Contradicted(..) => return Ok(false),
-        Standing::Open => (None, None),
-    };
+    match backing(ctx.conn, premise)? {
+        Ok(b) => insert(ctx, campaign_id, premise, b).map(|()| true),
+        Err(_) => Ok(false),
+    }
+}
+
+/// A premise's backing as stored (proving campaign, proof record; both `None` while open),
+/// or the campaign that contradicts it and the value that campaign proved.
+type Backing = Result<(Option<i64>, Option<i64>), (i64, i64)>;
+
+/// What backs `premise` now ([`Backing`]).
+fn backing(conn: &Connection, premise: &Premise) -> Result<Backing, Error> {
+    Ok(match standing(conn, premise)? {
+        Standing::Backed(by) => Ok((Some(by), None)),
+        Standing::BackedByRecord(record) => Ok((None, Some(record))),
+        Standing::Contradicted(by, proved) => Err((by, proved)),
+        Standing::Open => Ok((None, None)),
+    })
+}
+
+/// Appends `premise` to the campaign's premises (next position) with its backing.
+fn insert(
+    ctx: &Ctx,
+    campaign_id: i64,
+    premise: &Premise,
+    (backed_by, backed_by_record): (Option<i64>, Option<i64>),
+) -> Result<(), Error> {
     ctx.conn
         .prepare_cached(
             "INSERT INTO premises (campaign_id, position, label, problem, params_json, value,
@@ -98,7 +101,7 @@ pub(crate) fn add(ctx: &Ctx, campaign_id: i64, premise: &Premise) -> Result<bool
             backed_by,
             backed_by_record
         ])?;
-    Ok(true)
+    Ok(())
 }
 
 /// After `campaign_id` finished: backs (or marks contradicted) every open premise it

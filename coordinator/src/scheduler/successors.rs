@@ -28,7 +28,7 @@ use rusqlite::{params, OptionalExtension};
 use serde_json::{json, Value};
 
 use super::campaigns::{self, finish_if_complete};
-use super::events::event;
+use super::events::campaign_event;
 use super::{incumbents, leases, premises, units, Ctx, Origin};
 use crate::error::Error;
 
@@ -58,14 +58,10 @@ pub(crate) fn link(ctx: &Ctx, campaign_id: i64, problem: &dyn Problem) -> Result
         return Ok(());
     };
     campaigns::set_after(ctx, campaign_id, after)?;
-    event(
-        ctx.conn,
-        ctx.now,
+    campaign_event(
+        ctx,
+        campaign_id,
         "predecessor_linked",
-        Some(campaign_id),
-        None,
-        None,
-        None,
         json!({"predecessor": after, "label": predecessor.label, "state": state}),
     )?;
     if state == "done" {
@@ -128,14 +124,10 @@ fn adopt(ctx: &Ctx, campaign_id: i64, after: i64, problem: &dyn Problem) -> Resu
         })
         .optional()?;
     let unusable = |why: String| -> Result<(), Error> {
-        event(
-            ctx.conn,
-            ctx.now,
+        campaign_event(
+            ctx,
+            campaign_id,
             "predecessor_unusable",
-            Some(campaign_id),
-            None,
-            None,
-            None,
             json!({"predecessor": after, "reason": why}),
         )?;
         Ok(())
@@ -187,14 +179,10 @@ fn adopt(ctx: &Ctx, campaign_id: i64, after: i64, problem: &dyn Problem) -> Resu
             .filter(|&b| !objective.improves(ceiling, Some(b)))
             .map(|b| ("initial bound", b)));
     if let Some((what, by)) = refuted_by {
-        event(
-            ctx.conn,
-            ctx.now,
+        campaign_event(
+            ctx,
+            campaign_id,
             "predecessor_refuted",
-            Some(campaign_id),
-            None,
-            None,
-            None,
             json!({"predecessor": after, "value": value, "ceiling": ceiling,
                    "refuted_by": what, "score": by}),
         )?;
@@ -203,14 +191,10 @@ fn adopt(ctx: &Ctx, campaign_id: i64, after: i64, problem: &dyn Problem) -> Resu
     let premise = predecessor.premise(value);
     if premises::add(ctx, campaign_id, &premise)? {
         campaigns::set_ceiling(ctx, campaign_id, Some(ceiling))?;
-        event(
-            ctx.conn,
-            ctx.now,
+        campaign_event(
+            ctx,
+            campaign_id,
             "predecessor_adopted",
-            Some(campaign_id),
-            None,
-            None,
-            None,
             json!({"predecessor": after, "premise": premise.label, "value": value,
                    "ceiling": ceiling}),
         )?;
@@ -241,14 +225,10 @@ fn close_at_ceiling(ctx: &Ctx, campaign_id: i64) -> Result<bool, Error> {
         let beaten = Objective::parse(&objective).is_some_and(|o| o.improves(best, Some(ceiling)));
         if beaten {
             campaigns::set_ceiling(ctx, campaign_id, None)?;
-            event(
-                ctx.conn,
-                ctx.now,
+            campaign_event(
+                ctx,
+                campaign_id,
                 "predecessor_refuted",
-                Some(campaign_id),
-                None,
-                None,
-                None,
                 json!({"ceiling": ceiling, "refuted_by": "incumbent", "score": best}),
             )?;
         }
@@ -259,14 +239,10 @@ fn close_at_ceiling(ctx: &Ctx, campaign_id: i64) -> Result<bool, Error> {
     }
     let closed = units::close_open(ctx, campaign_id)?;
     campaigns::close_split(ctx, campaign_id)?;
-    event(
-        ctx.conn,
-        ctx.now,
+    campaign_event(
+        ctx,
+        campaign_id,
         "closed_at_ceiling",
-        Some(campaign_id),
-        None,
-        None,
-        None,
         json!({"ceiling": ceiling, "units_closed": closed}),
     )?;
     Ok(finish_if_complete(ctx, campaign_id)? == Some("done"))
