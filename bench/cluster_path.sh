@@ -3,7 +3,10 @@
 #   - grind run topswops --n 13 --workers 1 --threads 1  vs  the C forward search (discovery,
 #     bench/topswops_ref.c -d, cc -O2), wall seconds of each process, twice: told f(13) - 1
 #     as its starting bound (-d), and starting from f(12) (-d -f 65), which is what grind
-#     knows (grind computes f(1..12) itself; the C program has them compiled in);
+#     knows (grind computes f(1..12) itself; the C program has them compiled in); and
+#     its proof modes, told the target f(13) = 80: the program's default run (every deck
+#     reaching 80, the figure issue 18 quotes as "a C forward search 3.5 s") and -s
+#     (fixed-point decks skipped);
 #   - grind run housie count (1,554 tiny units);
 #   - grind run primes --to 2000000000 with --unit 100000 (20,000 units) vs --unit 200000000
 #     (10 units).
@@ -34,6 +37,8 @@ timed() { # label command...
 for _ in $(seq "$rounds"); do
   timed "C forward search n=13 (discovery)" "$build/topswops_ref" 13 -d
   timed "C forward search n=13 (from f(12))" "$build/topswops_ref" 13 -d -f 65
+  timed "C forward search n=13 (proof, default)" "$build/topswops_ref" 13
+  timed "C forward search n=13 (proof, -s)" "$build/topswops_ref" 13 -s
   timed "grind run topswops --n 13 -w1 -t1" "$grind" run topswops --n 13 --workers 1 --threads 1 --json
   timed "grind run housie count" "$grind" run housie count --json
   timed "grind run primes 2e9 --unit 200000000" "$grind" run primes --to 2000000000 --unit 200000000 --json
