@@ -19,7 +19,8 @@
 //! and wall seconds, versions, COMMIT, date, an optimal game); `bench/sieve_record.sh`
 //! appends them to the record. Each N builds on N - 1's row as a family campaign does
 //! (`sieve::local::prove_after`): a row with 0 units was closed at the ceiling
-//! opt(N-1) + N by N - 1's game extended, and rests on the row before it.
+//! (opt(N-1) + N, or opt(N-1) + N - P' for a prime N) by N - 1's game extended, and rests on
+//! the row before it.
 
 use std::process::ExitCode;
 use std::time::Instant;

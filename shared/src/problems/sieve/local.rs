@@ -84,7 +84,7 @@ pub fn prove(n: u32, threads: usize) -> Result<Proven, ProblemError> {
 
 /// [`prove`], building on `previous`, a proven optimum of 1..=N-1 and a game reaching it, as
 /// a family campaign does ([`super::family`]): its game extended is the starting game, and
-/// when that reaches the ceiling opt(N-1) + N it is optimal without any search (0 units,
+/// when that reaches the ceiling ([`super::family::ceiling`]) it is optimal without any search (0 units,
 /// 0 nodes; the result then rests on `previous` being the optimum).
 pub fn prove_after(
     n: u32,
@@ -94,7 +94,7 @@ pub fn prove_after(
     let start = match previous {
         Some((value, moves)) => {
             let (moves, score) = super::family::extend(n, moves, value)?;
-            if score == value + i64::from(n) {
+            if Some(score) == super::family::ceiling(n, value) {
                 return Ok(Proven {
                     score,
                     moves,

@@ -18,8 +18,10 @@
 //!
 //! An exact campaign for N builds on the exact campaign for N - 1 of the same database, its
 //! predecessor, unless `--independent` ([`family`]): once that one has finished, N starts
-//! from its game (plus N where legal) when that is better, and takes opt(N) <= opt(N-1) + N
-//! as a ceiling, a premise of N's proof (proven in [`family`]'s docs): the coordinator ends
+//! from its game (plus N where legal; for a prime N, N in place of its first prime) when that
+//! is better, and takes opt(N) <= opt(N-1) + N (for a prime N, opt(N-1) + N - P', P' the
+//! prime before N) as a ceiling, a premise of N's proof (proven in [`family`]'s docs): the
+//! coordinator ends
 //! N's campaign as soon as its incumbent reaches it. In a family (`--n-from A --n-to B`)
 //! every member after the first builds on the one before.
 

@@ -576,8 +576,21 @@ proptest! {
         let value = game::replay(n - 1, &old).unwrap() as i64;
         let (moves, score) = family::extend(n, &old, value).unwrap();
         prop_assert_eq!(game::replay(n, &moves), Ok(score as u64));
-        prop_assert!(score == value || score == value + i64::from(n));
-        prop_assert_eq!(&moves[..old.len()], &old[..]);
+        if n >= 3 && search::largest_prime(n) == n {
+            // N in place of the first prime (or in front of a composite), the rest kept.
+            let first = old[0] as u32;
+            let rest = if search::largest_prime(first) == first { &old[1..] } else { &old[..] };
+            prop_assert_eq!(moves[0], u64::from(n));
+            prop_assert_eq!(&moves[1..=rest.len()], rest);
+            prop_assert!(score >= value - i64::from(first) + i64::from(n));
+            // From a game that starts with P' (as every optimal one does): the ceiling exactly.
+            if first == search::largest_prime(n - 1) {
+                prop_assert_eq!(Some(score), family::ceiling(n, value));
+            }
+        } else {
+            prop_assert!(score == value || score == value + i64::from(n));
+            prop_assert_eq!(&moves[..old.len()], &old[..]);
+        }
     }
 }
 
@@ -593,6 +606,50 @@ fn the_published_table_respects_the_family_ceiling() {
         reached += usize::from(now == before + n as i64);
     }
     assert_eq!(reached, 332);
+}
+
+#[test]
+fn the_published_table_agrees_with_the_prime_ceiling_everywhere() {
+    // For a prime N >= 3, opt(N) = opt(N-1) + N - P' (family's docs), P' the prime before N:
+    // every published prime term (an independent source) must say so.
+    let table = published();
+    let mut primes = 0;
+    for n in 3..=table.len() as u32 {
+        if search::largest_prime(n) != n {
+            continue;
+        }
+        primes += 1;
+        let before = table[n as usize - 2];
+        assert_eq!(
+            Some(table[n as usize - 1]),
+            family::ceiling(n, before),
+            "N = {n}"
+        );
+    }
+    assert_eq!(primes, 167, "primes 3..=1000");
+}
+
+#[test]
+fn a_prime_n_starts_at_its_ceiling_from_an_optimal_game_of_n_minus_1() {
+    // The recorded optimal games of N - 1 (each starting with P') give every prime N its
+    // exact value at once.
+    let rows = recorded();
+    let mut primes = 0;
+    for pair in rows.windows(2) {
+        let ((_, before, _, old), (n, now, _, _)) = (&pair[0], &pair[1]);
+        if *n < 3 || search::largest_prime(*n) != *n {
+            continue;
+        }
+        primes += 1;
+        let (moves, score) = family::extend(*n, old, *before).unwrap();
+        assert_eq!(game::replay(*n, &moves), Ok(*now as u64), "N = {n}");
+        assert_eq!(
+            (Some(score), score),
+            (family::ceiling(*n, *before), *now),
+            "N = {n}"
+        );
+    }
+    assert!(primes >= 100, "{primes} primes");
 }
 
 #[test]
@@ -675,8 +732,8 @@ fn exact_campaigns_name_their_predecessor_and_refuse_bad_ones() {
 
 #[test]
 fn recorded_rows_closed_at_the_ceiling_rest_on_the_row_before() {
-    // A row without search (0 units) is proven by opt(N) <= opt(N-1) + N: the row for N - 1
-    // must be there and its value plus N must be this row's value.
+    // A row without search (0 units) is proven by the family's ceiling on opt(N): the row
+    // for N - 1 must be there and its ceiling must be this row's value.
     let rows = recorded();
     for (at, (n, value, _, _)) in rows.iter().enumerate() {
         let units = recorded_units(*n);
@@ -684,7 +741,11 @@ fn recorded_rows_closed_at_the_ceiling_rest_on_the_row_before() {
             continue;
         }
         let (m, before, _, _) = at.checked_sub(1).map(|i| &rows[i]).expect("a row before");
-        assert_eq!((*m, *before + i64::from(*n)), (n - 1, *value), "N = {n}");
+        assert_eq!(
+            (*m, family::ceiling(*n, *before)),
+            (n - 1, Some(*value)),
+            "N = {n}"
+        );
     }
 }
 
@@ -713,7 +774,11 @@ fn a_local_proof_after_n_minus_1_closes_at_the_ceiling_or_searches() {
         assert_eq!(game::replay(n, &after.moves), Ok(after.score as u64));
         if after.units == 0 {
             closed += 1;
-            assert_eq!(after.score, before.score + i64::from(n), "N = {n}");
+            assert_eq!(
+                Some(after.score),
+                family::ceiling(n, before.score),
+                "N = {n}"
+            );
             assert_eq!(after.nodes, 0);
         }
         before = after;
