@@ -2,7 +2,7 @@
 //! thread pool, sharing one bound. Used by tests and benchmarks; the distributed system does
 //! the same through the coordinator.
 
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use rayon::prelude::*;
@@ -24,10 +24,22 @@ pub struct Proven {
     pub nodes: u64,
 }
 
-/// The shared bound and best game of a local campaign.
+/// The shared bound and best game of a local campaign, and its ceiling (a proven upper bound
+/// on the optimum: the campaign stops once a game reaches it).
 struct Shared {
     bound: AtomicI64,
     best: Mutex<Option<Scored>>,
+    ceiling: Option<i64>,
+    /// A game found so far reaches the ceiling.
+    reached: AtomicBool,
+}
+
+impl Shared {
+    /// Whether a game found reaches the ceiling (nothing left to search). The bound alone
+    /// does not say so: it starts from the probe's promise, not from a game in hand.
+    fn at_ceiling(&self) -> bool {
+        self.reached.load(Ordering::Relaxed)
+    }
 }
 
 impl SolveContext for Shared {
@@ -41,13 +53,16 @@ impl SolveContext for Shared {
         let mut best = self.best.lock().expect("poisoned");
         if best.as_ref().is_none_or(|b| found.score > b.score) {
             self.bound.fetch_max(found.score, Ordering::Relaxed);
+            if self.ceiling.is_some_and(|c| found.score >= c) {
+                self.reached.store(true, Ordering::Relaxed);
+            }
             *best = Some(found);
         }
     }
     fn progress(&self, _nodes: u64, _fraction: Option<f64>) {}
     fn checkpoint(&self, _cursor: Vec<u8>) {}
     fn stop_requested(&self) -> bool {
-        false
+        self.at_ceiling()
     }
 }
 
@@ -72,7 +87,7 @@ impl SolveContext for UnitContext<'_> {
     }
     fn checkpoint(&self, _cursor: Vec<u8>) {}
     fn stop_requested(&self) -> bool {
-        false
+        self.shared.at_ceiling()
     }
 }
 
@@ -84,17 +99,20 @@ pub fn prove(n: u32, threads: usize) -> Result<Proven, ProblemError> {
 
 /// [`prove`], building on `previous`, a proven optimum of 1..=N-1 and a game reaching it, as
 /// a family campaign does ([`super::family`]): its game extended is the starting game, and
-/// when that reaches the ceiling ([`super::family::ceiling`]) it is optimal without any search (0 units,
-/// 0 nodes; the result then rests on `previous` being the optimum).
+/// the campaign ends as soon as a game reaches the ceiling ([`super::family::ceiling`]),
+/// before any search (0 units, 0 nodes) when the starting game does; the result then rests
+/// on `previous` being the optimum. A game beating the ceiling is an error: `previous` was
+/// not the optimum of N - 1.
 pub fn prove_after(
     n: u32,
     threads: usize,
     previous: Option<(i64, &[u64])>,
 ) -> Result<Proven, ProblemError> {
+    let ceiling = previous.and_then(|(value, _)| super::family::ceiling(n, value));
     let start = match previous {
         Some((value, moves)) => {
             let (moves, score) = super::family::extend(n, moves, value)?;
-            if Some(score) == super::family::ceiling(n, value) {
+            if Some(score) == ceiling {
                 return Ok(Proven {
                     score,
                     moves,
@@ -112,11 +130,17 @@ pub fn prove_after(
         }
         None => None,
     };
-    prove_from(n, threads, start)
+    prove_from(n, threads, start, ceiling)
 }
 
-/// [`prove`] with `start` (a verified game) as the first incumbent.
-fn prove_from(n: u32, threads: usize, start: Option<Scored>) -> Result<Proven, ProblemError> {
+/// [`prove`] with `start` (a verified game) as the first incumbent, stopping when a game
+/// reaches `ceiling`.
+fn prove_from(
+    n: u32,
+    threads: usize,
+    start: Option<Scored>,
+    ceiling: Option<i64>,
+) -> Result<Proven, ProblemError> {
     let sieve = Sieve::from_params(super::SieveParams {
         n: Some(n),
         n_from: None,
@@ -130,6 +154,8 @@ fn prove_from(n: u32, threads: usize, start: Option<Scored>) -> Result<Proven, P
     let shared = Shared {
         bound: AtomicI64::new(sieve.initial_bound().unwrap_or(i64::MIN)),
         best: Mutex::new(None),
+        ceiling,
+        reached: AtomicBool::new(false),
     };
     if let Some(start) = start {
         sieve.score(&start.solution)?;
@@ -144,6 +170,9 @@ fn prove_from(n: u32, threads: usize, start: Option<Scored>) -> Result<Proven, P
             .units
             .par_iter()
             .map(|unit| {
+                if shared.at_ceiling() {
+                    return (Ok(UnitOutcome::Stopped), 0);
+                }
                 let ctx = UnitContext {
                     shared: &shared,
                     nodes: AtomicU64::new(0),
@@ -153,14 +182,22 @@ fn prove_from(n: u32, threads: usize, start: Option<Scored>) -> Result<Proven, P
             })
             .collect()
     });
-    let mut nodes = 0;
+    let (mut nodes, mut searched) = (0, 0);
     for (outcome, unit_nodes) in outcomes {
         nodes += unit_nodes;
-        if let UnitOutcome::Searched {
-            best: Some(found), ..
-        } = outcome?
-        {
-            shared.improve(found);
+        match outcome? {
+            UnitOutcome::Searched { best, .. } => {
+                searched += 1;
+                if let Some(found) = best {
+                    shared.improve(found);
+                }
+            }
+            UnitOutcome::Stopped if shared.at_ceiling() => {}
+            other => {
+                return Err(ProblemError::Solver(format!(
+                    "sieve N={n}: a unit ended as {other:?}"
+                )))
+            }
         }
     }
     let best = shared
@@ -175,12 +212,18 @@ fn prove_from(n: u32, threads: usize, start: Option<Scored>) -> Result<Proven, P
             best.score
         )));
     }
+    if let Some(c) = ceiling.filter(|&c| score > c) {
+        return Err(ProblemError::Solver(format!(
+            "sieve N={n}: a game scores {score}, above the ceiling {c} that N - 1's optimum \
+             gives: the value given for N - 1 is not its optimum"
+        )));
+    }
     let moves = serde_json::from_value(best.solution["moves"].clone())
         .map_err(|e| ProblemError::Solver(e.to_string()))?;
     Ok(Proven {
         score,
         moves,
-        units: batch.units.len(),
+        units: searched,
         nodes,
     })
 }

@@ -786,4 +786,26 @@ fn a_local_proof_after_n_minus_1_closes_at_the_ceiling_or_searches() {
     assert!(closed >= 3, "{closed} closed");
     let lie = [27u64, 26, 25, 24, 22, 21, 20];
     assert!(local::prove_after(28, 1, Some((100, &lie))).is_err());
+    // A legal but worse game of 27 given as its optimum, one after which 28 is not
+    // selectable: 28's search beats the ceiling it implies, which exposes the lie instead of
+    // stopping below the optimum. (One whose extension reaches that ceiling would be taken
+    // at its word: the result rests on the value given for N - 1.)
+    let opt28 = local::prove(28, 1).unwrap().score;
+    let (worse, worse_value) = (0..)
+        .map(|seed| {
+            let game: Vec<u64> = random_game(27, seed).into_iter().map(u64::from).collect();
+            let value = game::replay(27, &game).unwrap() as i64;
+            (game, value)
+        })
+        .find(|(game, value)| {
+            let (_, start) = family::extend(28, game, *value).unwrap();
+            start < family::ceiling(28, *value).unwrap()
+                && family::ceiling(28, *value).unwrap() < opt28
+        })
+        .unwrap();
+    let exposed = local::prove_after(28, 1, Some((worse_value, &worse))).unwrap_err();
+    assert!(
+        exposed.to_string().contains("above the ceiling"),
+        "{exposed}"
+    );
 }
