@@ -213,20 +213,23 @@ impl RegionBound {
         all.clear();
         all.extend_from_slice(&self.fixed);
         all.extend_from_slice(&self.chosen);
-        let ok = is_acyclic(&all, &mut self.colour);
+        let ok = is_acyclic(&all, self.fixed.len(), &mut self.colour);
         self.colour_pairs = all;
         ok
     }
 }
 
-/// True when `pairs` (big, small) have no precedence cycle (i -> j when i's factor divides
-/// j's number); `colour` is scratch space.
-pub fn is_acyclic(pairs: &[(u32, u32)], colour: &mut Vec<u8>) -> bool {
+/// True when no precedence cycle (i -> j when i's factor divides j's number) of `pairs`
+/// (big, small) runs through a pair from index `from` on; `colour` is scratch space. Callers
+/// put the fixed pairs first: a cycle of fixed pairs alone is not looked for, which only
+/// makes them claim less (a node whose fixed pairs are cyclic holds no game at all).
+pub fn is_acyclic(pairs: &[(u32, u32)], from: usize, colour: &mut Vec<u8>) -> bool {
     let count = pairs.len();
     colour.clear();
     colour.resize(count, 0);
     let mut stack: Vec<(usize, usize)> = Vec::new();
-    for root in 0..count {
+    // Only cycles through the pairs from `from` on are looked for (see the caller).
+    for root in from..count {
         if colour[root] != 0 {
             continue;
         }
@@ -261,14 +264,16 @@ pub fn is_acyclic(pairs: &[(u32, u32)], colour: &mut Vec<u8>) -> bool {
 }
 
 /// True when one edge from each of `options`, no two sharing a number, can be added to
-/// `chosen` without a precedence cycle (`used`: numbers taken so far, scratch).
+/// `chosen` (whose first `fixed` pairs are the fixed ones, see [`is_acyclic`]) without a
+/// precedence cycle (`used`, `colour`: scratch).
 pub fn any_acyclic_assignment(
     options: &[Vec<(u32, u32)>],
     chosen: &mut Vec<(u32, u32)>,
+    fixed: usize,
     used: &mut Vec<u32>,
+    colour: &mut Vec<u8>,
 ) -> bool {
-    let mut colour = Vec::new();
-    if !is_acyclic(chosen, &mut colour) {
+    if !is_acyclic(chosen, fixed, colour) {
         return false;
     }
     let Some((first, rest)) = options.split_first() else {
@@ -280,7 +285,7 @@ pub fn any_acyclic_assignment(
         }
         chosen.push((a, b));
         used.extend([a, b]);
-        let ok = any_acyclic_assignment(rest, chosen, used);
+        let ok = any_acyclic_assignment(rest, chosen, fixed, used, colour);
         chosen.pop();
         used.truncate(used.len() - 2);
         if ok {

@@ -134,6 +134,16 @@ impl Child {
     }
 }
 
+/// A node's disjoint precedence cycles (their non-fixed pairs, in branching order), found
+/// one at a time, each without the non-fixed pairs of those before it.
+struct Cycles {
+    found: Vec<Vec<(u32, u32)>>,
+    /// The pairs the next cycle is looked for among.
+    left: Vec<(u32, u32)>,
+    /// No further cycle.
+    exhausted: bool,
+}
+
 /// A cycle's non-fixed pairs as a partition: child i fixes e_0..e_{i-1} and excludes e_i.
 fn cycle_children(branches: &[(u32, u32)]) -> Vec<Child> {
     branches
@@ -377,67 +387,61 @@ impl Searcher {
         Some(cost)
     }
 
-    /// Up to `count` precedence cycles among `pairs` (their non-fixed pairs, in branching
-    /// order), each found without the non-fixed pairs of those before it: disjoint.
-    fn disjoint_cycles(
-        &mut self,
-        m: &Matching,
-        pairs: &[(u32, u32)],
-        count: usize,
-    ) -> Vec<Vec<(u32, u32)>> {
-        let mut cycles: Vec<Vec<(u32, u32)>> = Vec::new();
-        let Some(first) = self.cycle_branches(m, pairs) else {
-            return cycles;
-        };
-        cycles.push(first);
-        let mut left: Vec<(u32, u32)> = pairs.to_vec();
-        while cycles.len() < count {
-            let last = cycles.last().expect("one cycle");
-            left.retain(|p| !last.contains(p));
-            let Some(next) = self.cycle_branches(m, &left) else {
-                break;
-            };
-            cycles.push(next);
+    /// Makes sure `cycles` holds its first `count` cycles when the node has that many;
+    /// false when it has fewer.
+    fn find_cycles(&mut self, m: &Matching, cycles: &mut Cycles, count: usize) -> bool {
+        while cycles.found.len() < count && !cycles.exhausted {
+            if let Some(last) = cycles.found.last() {
+                cycles.left.retain(|p| !last.contains(p));
+            }
+            match self.cycle_branches(m, &cycles.left) {
+                Some(c) => cycles.found.push(c),
+                None => cycles.exhausted = true,
+            }
         }
-        cycles
+        cycles.found.len() >= count
     }
 
-    /// The children to branch into, from `cycles` (see [`Searcher::set_strong_branching`]
-    /// and [`Searcher::set_cluster_branching`]).
+    /// The children to branch into, from the node's disjoint `cycles` (see
+    /// [`Searcher::set_strong_branching`] and [`Searcher::set_cluster_branching`]): the
+    /// options are, for each candidate cycle in turn, its partition and then its cluster.
     fn choose_branches(
         &mut self,
         m: &Matching,
         fixed: &[(u32, u32)],
-        mut cycles: Vec<Vec<(u32, u32)>>,
+        cycles: &mut Cycles,
     ) -> Vec<Child> {
         let Some((reference, candidates)) = self.strong else {
-            let cycle = cycles.swap_remove(0);
+            let cycle = cycles.found[0].clone();
             return self
                 .cluster_children(m, fixed, &cycle)
                 .unwrap_or_else(|| cycle_children(&cycle));
         };
-        cycles.truncate(candidates);
-        let mut options: Vec<Vec<Child>> = Vec::new();
-        for cycle in &cycles {
-            options.push(cycle_children(cycle));
-            if let Some(cluster) = self.cluster_children(m, fixed, cycle) {
-                options.push(cluster);
-            }
-        }
-        let mut best_cost = self
-            .branching_cost(m, &options[0], reference, None)
-            .expect("no cutoff");
-        let mut best = 0;
-        for (k, next) in options.iter().enumerate().skip(1) {
-            if best_cost.0 == 0 {
+        let mut best: Option<((usize, i64), Vec<Child>)> = None;
+        for k in 0..candidates {
+            if best.as_ref().is_some_and(|b| b.0 .0 == 0) || !self.find_cycles(m, cycles, k + 1) {
                 break;
             }
-            if let Some(cost) = self.branching_cost(m, next, reference, Some(best_cost)) {
-                best_cost = cost;
-                best = k;
+            let cycle = cycles.found[k].clone();
+            for cluster in [false, true] {
+                if best.as_ref().is_some_and(|b| b.0 .0 == 0) {
+                    break;
+                }
+                let option = if cluster {
+                    match self.cluster_children(m, fixed, &cycle) {
+                        Some(o) => o,
+                        None => continue,
+                    }
+                } else {
+                    cycle_children(&cycle)
+                };
+                let cutoff = best.as_ref().map(|b| b.0);
+                if let Some(cost) = self.branching_cost(m, &option, reference, cutoff) {
+                    best = Some((cost, option));
+                }
             }
         }
-        options.swap_remove(best)
+        best.expect("the first option has no cutoff").1
     }
 
     /// Cluster branching on a cycle (see the module docs): when every way of matching the
@@ -470,8 +474,8 @@ impl Searcher {
             return None;
         }
         let mut chosen = fixed.to_vec();
-        let mut used = Vec::new();
-        if any_acyclic_assignment(&options, &mut chosen, &mut used) {
+        let (mut used, mut colour) = (Vec::new(), Vec::new());
+        if any_acyclic_assignment(&options, &mut chosen, fixed.len(), &mut used, &mut colour) {
             return None;
         }
         // Child j also excludes, for every i < j, the edges of S's i-th number outside T: a
@@ -500,27 +504,34 @@ impl Searcher {
             return Eval::Pruned;
         }
         let pairs = m.pairs();
-        let strong = self.strong.map_or(1, |s| s.1);
-        let cycles = self.disjoint_cycles(m, &pairs, strong.max(self.region_cycles));
-        if cycles.is_empty() {
+        let mut cycles = Cycles {
+            found: Vec::new(),
+            left: pairs.clone(),
+            exhausted: false,
+        };
+        if !self.find_cycles(m, &mut cycles, 1) {
             return Eval::Leaf(pairs);
         }
         let fixed: Vec<(u32, u32)> = pairs.iter().copied().filter(|p| m.is_fixed(p.0)).collect();
-        if let (Some(bar), Some(regions)) = (best, self.regions.as_mut()) {
+        if let Some(bar) = best.filter(|_| self.regions.is_some()) {
             // The region bound (see `regions`): prune when the cycles' costs add up to the
             // node's excess over the bar.
             let need = m.bound() - bar;
+            self.find_cycles(m, &mut cycles, self.region_cycles);
             let sets: Vec<Vec<u32>> = cycles
+                .found
                 .iter()
                 .take(self.region_cycles)
                 .map(|c| c.iter().flat_map(|&(a, b)| [a, b]).collect())
                 .collect();
-            if regions.loss(&self.graph, m, &fixed, &sets, need) >= need {
+            let regions = self.regions.as_mut().expect("the region bound is on");
+            let loss = regions.loss(&self.graph, m, &fixed, &sets, need);
+            if loss >= need {
                 self.stats.region_pruned += 1;
                 return Eval::Pruned;
             }
         }
-        match Some(self.choose_branches(m, &fixed, cycles)) {
+        match Some(self.choose_branches(m, &fixed, &mut cycles)) {
             None => Eval::Leaf(pairs),
             Some(mut branches) => {
                 if let Some(seed) = self.shuffle.as_mut() {
@@ -1124,10 +1135,16 @@ mod tests {
             while let Some(path) = open.pop() {
                 let (node, _) = s.descend(&path, usize::MAX, None).unwrap();
                 let pairs = node.pairs();
-                let cycles = s.disjoint_cycles(&node, &pairs, 8);
-                if cycles.is_empty() {
+                let mut cycles = Cycles {
+                    found: Vec::new(),
+                    left: pairs.clone(),
+                    exhausted: false,
+                };
+                if !s.find_cycles(&node, &mut cycles, 1) {
                     continue;
                 }
+                s.find_cycles(&node, &mut cycles, 8);
+                let cycles = cycles.found;
                 let fixed: Vec<(u32, u32)> = pairs
                     .iter()
                     .copied()
