@@ -204,7 +204,8 @@ pub struct TreeProfile {
     pub nodes_at: Vec<u64>,
     /// Branching nodes at each depth.
     pub branches_at: Vec<u64>,
-    /// How often each cycle (its non-fixed pairs, sorted) was branched on.
+    /// How often each cycle (its non-fixed pairs; for a cluster, every edge its children
+    /// exclude; sorted) was branched on.
     pub cycles: std::collections::HashMap<Vec<(u32, u32)>, u64>,
     /// Branching nodes whose cycle shares a number with its parent's cycle.
     pub touches_parent: u64,
@@ -750,6 +751,7 @@ impl TreeProfile {
         self.branches_at[depth] += 1;
         let mut key: Vec<(u32, u32)> = branches.iter().flat_map(|c| c.exclude.clone()).collect();
         key.sort_unstable();
+        key.dedup();
         *self.cycles.entry(key).or_default() += 1;
         let touches = |other: &[Child]| {
             branches
