@@ -228,6 +228,23 @@ impl Matching {
         self.slots[x as usize].mate
     }
 
+    /// The dual value of `x` (0 for a fixed or removed number).
+    pub fn dual(&self, x: u32) -> i64 {
+        let s = &self.slots[x as usize];
+        if s.dead {
+            0
+        } else {
+            i64::from(s.y)
+        }
+    }
+
+    /// The live edges at `x` (none when `x` is fixed or removed): the pairs a game of this
+    /// node may still use at `x`.
+    pub fn live_edges<'a>(&'a self, g: &'a Graph, x: u32) -> impl Iterator<Item = &'a Edge> + 'a {
+        let dead = self.slots[x as usize].dead;
+        g.edges(x).iter().filter(move |e| !dead && self.live(e))
+    }
+
     /// True when `x` belongs to a fixed pair (or was removed).
     pub fn is_fixed(&self, x: u32) -> bool {
         self.slots[x as usize].dead

@@ -4,8 +4,8 @@
 //!
 //! Exact mode (`--n N`, or a family `--n-from A --n-to B`) proves the optimum by
 //! branch-and-bound over pairings (selected number, principal factor) with a
-//! maximum-weight-matching bound, branching on the best of several precedence cycles
-//! ([`search`], [`matching`]). A deterministic heuristic run
+//! maximum-weight-matching bound lowered by the region bound ([`regions`]), branching on the
+//! best of several precedence cycles or their clusters ([`search`], [`matching`]). A deterministic heuristic run
 //! (a probe search, and for N in [`PROBE_LNS_RANGE`] the anytime mode's neighbourhood search
 //! with a fixed seed and step count, [`probe_lns`]) gives the campaign its starting bound; the splitter expands the search tree, largest
 //! bound gap first, into many units named by tree paths ([`unit`]); long units donate their
@@ -32,6 +32,7 @@ pub mod game;
 pub mod lns;
 pub mod local;
 pub mod matching;
+pub mod regions;
 pub mod search;
 pub mod unit;
 
@@ -68,6 +69,10 @@ pub fn probe_nodes(n: u32) -> u64 {
 /// Candidate cycles tried at each branching node of an exact search (strong branching,
 /// [`Searcher::set_strong_branching`]).
 pub const STRONG_CANDIDATES: usize = 8;
+
+/// Disjoint cycles the region bound prices at each node of an exact search
+/// ([`Searcher::set_region_bound`]).
+pub const REGION_CYCLES: usize = 8;
 
 /// Exact campaigns for N in this range also run a deterministic neighbourhood search for
 /// their starting game ([`probe_lns`]): below it the probe's game is close enough, above it
@@ -179,7 +184,9 @@ impl ProblemDef for Sieve {
     // 2: anytime campaigns are rounds of neighbourhood-search units with a step budget.
     // 3: their units kick out of local optima, with larger regions and band regions.
     // 4: exact searches branch on the best of several cycles (strong branching).
-    const SOLVER_VERSION: u32 = 4;
+    // 5: exact searches may also branch on a cycle's cluster (which selected number leaves
+    //    the cycle's factors), and prune by the region bound: other trees, other paths.
+    const SOLVER_VERSION: u32 = 5;
     type Params = SieveParams;
 
     fn from_params(params: SieveParams) -> Result<Self, ProblemError> {
@@ -289,11 +296,15 @@ impl Sieve {
     }
 
     /// The searcher of exact mode's tree: strong branching against the starting game's
-    /// score ([`Searcher::set_strong_branching`]), the same for the splitter, every unit and
-    /// the donation check, so that paths name the same nodes everywhere.
+    /// score ([`Searcher::set_strong_branching`]) with cluster branching
+    /// ([`Searcher::set_cluster_branching`]) and the region bound
+    /// ([`Searcher::set_region_bound`]), the same for the splitter, every unit and the
+    /// donation check, so that paths name the same nodes everywhere.
     pub fn exact_searcher(&self) -> Searcher {
         let mut searcher = Searcher::new(self.n);
         searcher.set_strong_branching(self.starting_game().map(|g| g.1), STRONG_CANDIDATES);
+        searcher.set_cluster_branching(true);
+        searcher.set_region_bound(REGION_CYCLES);
         searcher
     }
 

@@ -23,7 +23,40 @@
 //! incumbent. If the matched and fixed pairs have no precedence cycle, the matching is a game
 //! and the node is a leaf. Otherwise one cycle C is chosen, and since some non-fixed pair
 //! e_0..e_{k-1} of C must go, the node has k children: child i fixes e_0..e_{i-1} and
-//! excludes e_i. The children partition the node's games, so the search is exact.
+//! excludes e_i. The children partition the node's games, so the search is exact. (All
+//! exactness needs is that the children *cover* the node's games: every game of the node is
+//! a game of some child. Cluster branching, below, covers without partitioning; a game in
+//! two children is merely seen twice.)
+//!
+//! # Cluster branching
+//!
+//! The bound is degenerate: a number K with r distinct primes has r equally heavy edges, so
+//! excluding one pair of a cycle often lets the matching rotate the same numbers into a
+//! second cycle (for N = 561, 225, 315, 525 with factors 75, 45, 105 and then with 45, 105,
+//! 75), and the tree resolves the same handful of numbers over several levels, again in
+//! every subtree of every other such resolution. Measured (`benches/sieve_tree.rs`): at
+//! N = 561 the plain strong-branching tree branches 138,613 times on only 1,234 distinct
+//! cycles, 99.9% of the branchings on a cycle branched on elsewhere too.
+//!
+//! Lemma. Let C be a cycle of the node with non-fixed pairs (K_1, b_1), ..., (K_k, b_k),
+//! S = {K_i} and T = {b_i} (disjoint: they are matched pairs). Suppose every way of giving
+//! each K_i its own element of T along a live edge of the node (an injection S -> T, so a
+//! bijection) has a precedence cycle together with the node's fixed pairs F. Then every game
+//! of the node has some K_i not matched to an element of T. Proof: a game of the node
+//! contains F and uses live edges only; if all K_i were matched into T, those k pairs would
+//! be such a bijection, and a subset of a game's pairs (with F) has no precedence cycle.
+//!
+//! So the node can branch on the first i with K_i not matched into T: child i excludes every
+//! live edge between K_i and T, and, for every j < i, every live edge of K_j that does not
+//! lead into T. Cover: take any game of the node and the least i with K_i not matched into
+//! T (it exists by the lemma); the game uses no edge between K_i and T, and each K_j, j < i,
+//! is matched into T, so uses no other edge: the game is a game of child i. The check
+//! enumerates the bijections (a cycle has few pairs and a number few edges into T) and
+//! tests each with F for a precedence cycle; when some bijection is acyclic, or every K_i
+//! has only its own edge into T (the cycle's partition is then at least as strong), the
+//! cycle is branched on as before. With strong branching ([`Searcher::set_strong_branching`])
+//! a cycle's cluster children are one more candidate, weighed like the others; the choice,
+//! like everything else, depends on the node and the reference alone.
 //!
 //! Any precedence cycle of the node's pairs gives such a partition, so which one is chosen
 //! changes the tree's size, never its optimum. Exact campaigns use *strong branching*
@@ -44,6 +77,7 @@
 
 use super::game::order_pairing;
 use super::matching::{Graph, Matching, Scratch};
+use super::regions::{any_acyclic_assignment, RegionBound};
 
 /// What the search tells its caller and asks it.
 pub trait Observer {
@@ -79,8 +113,46 @@ enum Eval {
     Pruned,
     /// An acyclic pairing: the node's optimum.
     Leaf(Vec<(u32, u32)>),
-    /// The non-fixed pairs of a precedence cycle, in branching order.
-    Branch(Vec<(u32, u32)>),
+    /// The children, in branching order.
+    Branch(Vec<Child>),
+}
+
+/// One child of a branching node.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+struct Child {
+    /// The edges (big, small) the child excludes.
+    exclude: Vec<(u32, u32)>,
+    /// The matched pair the node fixes for the children after this one (branching on a
+    /// cycle's pairs), if any.
+    then_fix: Option<(u32, u32)>,
+}
+
+impl Child {
+    /// The numbers the child's edges touch.
+    fn numbers(&self) -> impl Iterator<Item = u32> + '_ {
+        self.exclude.iter().flat_map(|&(a, b)| [a, b])
+    }
+}
+
+/// A node's disjoint precedence cycles (their non-fixed pairs, in branching order), found
+/// one at a time, each without the non-fixed pairs of those before it.
+struct Cycles {
+    found: Vec<Vec<(u32, u32)>>,
+    /// The pairs the next cycle is looked for among.
+    left: Vec<(u32, u32)>,
+    /// No further cycle.
+    exhausted: bool,
+}
+
+/// A cycle's non-fixed pairs as a partition: child i fixes e_0..e_{i-1} and excludes e_i.
+fn cycle_children(branches: &[(u32, u32)]) -> Vec<Child> {
+    branches
+        .iter()
+        .map(|&e| Child {
+            exclude: vec![e],
+            then_fix: Some(e),
+        })
+        .collect()
 }
 
 /// Counters of one search.
@@ -90,13 +162,15 @@ pub struct SearchStats {
     pub nodes: u64,
     /// Leaves reached (acyclic matchings that beat the incumbent).
     pub leaves: u64,
+    /// Nodes pruned by the region bound alone ([`Searcher::set_region_bound`]).
+    pub region_pruned: u64,
 }
 
 /// One level of the depth-first stack.
 struct Frame {
-    /// The node with children 0..next-1 fixed.
+    /// The node with the pairs of children 0..next-1 fixed.
     base: Matching,
-    branches: Vec<(u32, u32)>,
+    branches: Vec<Child>,
     next: usize,
     end: usize,
     /// Length of the node's path.
@@ -114,6 +188,32 @@ pub struct Searcher {
     shuffle: Option<u64>,
     /// Strong branching's reference score and number of candidate cycles.
     strong: Option<(i64, usize)>,
+    /// The tree's shape, when profiling ([`Searcher::set_profile`]).
+    profile: Option<Box<TreeProfile>>,
+    /// The region bound's state and how many disjoint cycles it prices (0 = off).
+    regions: Option<RegionBound>,
+    region_cycles: usize,
+    /// Cluster branching ([`Searcher::set_cluster_branching`]).
+    cluster: bool,
+}
+
+/// The shape of a searched tree (measurement only: [`Searcher::set_profile`]).
+#[derive(Clone, Debug, Default)]
+pub struct TreeProfile {
+    /// Nodes evaluated at each depth (path length).
+    pub nodes_at: Vec<u64>,
+    /// Branching nodes at each depth.
+    pub branches_at: Vec<u64>,
+    /// How often each cycle (its non-fixed pairs; for a cluster, every edge its children
+    /// exclude; sorted) was branched on.
+    pub cycles: std::collections::HashMap<Vec<(u32, u32)>, u64>,
+    /// Branching nodes whose cycle shares a number with its parent's cycle.
+    pub touches_parent: u64,
+    /// Branching nodes whose cycle shares a number with some ancestor's cycle (parent
+    /// included).
+    pub touches_ancestor: u64,
+    /// Branching nodes with a parent (depth > 0).
+    pub with_parent: u64,
 }
 
 /// Largest prime <= n (n >= 2).
@@ -144,7 +244,39 @@ impl Searcher {
             check_every: 256,
             shuffle: None,
             strong: None,
+            profile: None,
+            regions: None,
+            region_cycles: 0,
+            cluster: false,
         }
+    }
+
+    /// Cluster branching: a cycle whose selected numbers cannot all keep a factor among the
+    /// cycle's factors (every such matching has a precedence cycle) may also be branched on
+    /// by which of those numbers goes elsewhere (one child per number, all its edges into
+    /// the factors excluded). Strong branching weighs it beside the cycle's own children;
+    /// without strong branching it replaces them whenever it applies.
+    pub fn set_cluster_branching(&mut self, on: bool) {
+        self.cluster = on;
+    }
+
+    /// The region bound ([`super::regions`]): a node is also pruned when its bound less the
+    /// least costs of resolving up to `cycles` disjoint precedence cycles of its matching
+    /// cannot beat the incumbent (0 = off). It only prunes: the tree's nodes and their
+    /// paths stay the same, and nodes that cannot hold a better game are skipped.
+    pub fn set_region_bound(&mut self, cycles: usize) {
+        self.region_cycles = cycles;
+        self.regions = (cycles > 0).then(|| RegionBound::new(self.n()));
+    }
+
+    /// Records the shape of the tree searched from now on ([`Searcher::profile`]).
+    pub fn set_profile(&mut self, on: bool) {
+        self.profile = on.then(Box::default);
+    }
+
+    /// The tree's shape so far, when profiling.
+    pub fn profile(&self) -> Option<&TreeProfile> {
+        self.profile.as_deref()
     }
 
     /// N.
@@ -183,6 +315,11 @@ impl Searcher {
         let moves = super::game::repair_pairing(self.n(), &self.root.pairs());
         let score = moves.iter().map(|&m| i64::from(m)).sum();
         (moves, score)
+    }
+
+    /// The region bound's outcome counters (see [`RegionBound::outcomes`]).
+    pub fn region_outcomes(&self) -> Option<[u64; 8]> {
+        self.regions.as_ref().map(|r| r.outcomes)
     }
 
     /// Counters so far.
@@ -230,15 +367,14 @@ impl Searcher {
     fn branching_cost(
         &mut self,
         m: &Matching,
-        branches: &[(u32, u32)],
+        branches: &[Child],
         reference: i64,
         cutoff: Option<(usize, i64)>,
     ) -> Option<(usize, i64)> {
         let mut base = m.clone();
         let mut cost = (0, 0);
-        for &(a, b) in branches {
-            let mut child = base.clone();
-            child.exclude(&self.graph, a, b, &mut self.scratch);
+        for i in 0..branches.len() {
+            let child = self.child(&mut base, branches, i);
             let excess = child.bound() - reference;
             if excess >= 0 {
                 cost.0 += 1;
@@ -248,38 +384,120 @@ impl Searcher {
                     return None;
                 }
             }
-            base.fix(a, b);
         }
         Some(cost)
     }
 
-    /// The cycle to branch on (see [`Searcher::set_strong_branching`]).
-    fn choose_branches(&mut self, m: &Matching, pairs: &[(u32, u32)]) -> Option<Vec<(u32, u32)>> {
-        let first = self.cycle_branches(m, pairs)?;
-        let Some((reference, candidates)) = self.strong else {
-            return Some(first);
-        };
-        let mut best_cost = self
-            .branching_cost(m, &first, reference, None)
-            .expect("no cutoff");
-        let mut best = first;
-        let mut left: Vec<(u32, u32)> = pairs.to_vec();
-        let mut last = best.clone();
-        for _ in 1..candidates {
-            if best_cost.0 == 0 {
-                break;
+    /// Makes sure `cycles` holds its first `count` cycles when the node has that many;
+    /// false when it has fewer.
+    fn find_cycles(&mut self, m: &Matching, cycles: &mut Cycles, count: usize) -> bool {
+        while cycles.found.len() < count && !cycles.exhausted {
+            if let Some(last) = cycles.found.last() {
+                cycles.left.retain(|p| !last.contains(p));
             }
-            left.retain(|p| !last.contains(p));
-            let Some(next) = self.cycle_branches(m, &left) else {
-                break;
-            };
-            if let Some(cost) = self.branching_cost(m, &next, reference, Some(best_cost)) {
-                best_cost = cost;
-                best = next.clone();
+            match self.cycle_branches(m, &cycles.left) {
+                Some(c) => cycles.found.push(c),
+                None => cycles.exhausted = true,
             }
-            last = next;
         }
-        Some(best)
+        cycles.found.len() >= count
+    }
+
+    /// The children to branch into, from the node's disjoint `cycles` (see
+    /// [`Searcher::set_strong_branching`] and [`Searcher::set_cluster_branching`]): the
+    /// options are, for each candidate cycle in turn, its partition and then its cluster.
+    fn choose_branches(
+        &mut self,
+        m: &Matching,
+        fixed: &[(u32, u32)],
+        cycles: &mut Cycles,
+    ) -> Vec<Child> {
+        let Some((reference, candidates)) = self.strong else {
+            let cycle = cycles.found[0].clone();
+            return self
+                .cluster_children(m, fixed, &cycle)
+                .unwrap_or_else(|| cycle_children(&cycle));
+        };
+        let mut best: Option<((usize, i64), Vec<Child>)> = None;
+        for k in 0..candidates {
+            if best.as_ref().is_some_and(|b| b.0 .0 == 0) || !self.find_cycles(m, cycles, k + 1) {
+                break;
+            }
+            let cycle = cycles.found[k].clone();
+            for cluster in [false, true] {
+                if best.as_ref().is_some_and(|b| b.0 .0 == 0) {
+                    break;
+                }
+                let option = if cluster {
+                    match self.cluster_children(m, fixed, &cycle) {
+                        Some(o) => o,
+                        None => continue,
+                    }
+                } else {
+                    cycle_children(&cycle)
+                };
+                let cutoff = best.as_ref().map(|b| b.0);
+                if let Some(cost) = self.branching_cost(m, &option, reference, cutoff) {
+                    best = Some((cost, option));
+                }
+            }
+        }
+        best.expect("the first option has no cutoff").1
+    }
+
+    /// Cluster branching on a cycle (see the module docs): when every way of matching the
+    /// cycle's selected numbers S one-to-one to its factors T along live edges, with the
+    /// fixed pairs, has a precedence cycle, some number of S is matched outside T in every
+    /// game; child i excludes every live edge between the i-th number of S and T, and the
+    /// edges outside T of the numbers before it.
+    fn cluster_children(
+        &mut self,
+        m: &Matching,
+        fixed: &[(u32, u32)],
+        cycle: &[(u32, u32)],
+    ) -> Option<Vec<Child>> {
+        if !self.cluster || cycle.len() < 2 {
+            return None;
+        }
+        let tops: Vec<u32> = cycle.iter().map(|p| p.0).collect();
+        let factors: Vec<u32> = cycle.iter().map(|p| p.1).collect();
+        let options: Vec<Vec<(u32, u32)>> = tops
+            .iter()
+            .map(|&k| {
+                m.live_edges(&self.graph, k)
+                    .filter(|e| factors.contains(&e.other))
+                    .map(|e| (e.big, if e.big == k { e.other } else { k }))
+                    .collect()
+            })
+            .collect();
+        if options.iter().all(|o| o.len() == 1) {
+            // Only the cycle's own pairs: the cycle's partition is at least as strong.
+            return None;
+        }
+        let mut chosen = fixed.to_vec();
+        let (mut used, mut colour) = (Vec::new(), Vec::new());
+        if any_acyclic_assignment(&options, &mut chosen, fixed.len(), &mut used, &mut colour) {
+            return None;
+        }
+        // Child j also excludes, for every i < j, the edges of S's i-th number outside T: a
+        // game whose first number matched outside T is the i-th lies in child i (the
+        // numbers before it are matched into T, so they use none of those edges).
+        let mut children = Vec::with_capacity(tops.len());
+        let mut before: Vec<(u32, u32)> = Vec::new();
+        for (&k, into) in tops.iter().zip(options) {
+            let mut exclude = into;
+            exclude.extend_from_slice(&before);
+            children.push(Child {
+                exclude,
+                then_fix: None,
+            });
+            before.extend(
+                m.live_edges(&self.graph, k)
+                    .filter(|e| !factors.contains(&e.other))
+                    .map(|e| (e.big, if e.big == k { e.other } else { k })),
+            );
+        }
+        Some(children)
     }
 
     fn evaluate(&mut self, m: &Matching, best: Option<i64>) -> Eval {
@@ -287,7 +505,34 @@ impl Searcher {
             return Eval::Pruned;
         }
         let pairs = m.pairs();
-        match self.choose_branches(m, &pairs) {
+        let mut cycles = Cycles {
+            found: Vec::new(),
+            left: pairs.clone(),
+            exhausted: false,
+        };
+        if !self.find_cycles(m, &mut cycles, 1) {
+            return Eval::Leaf(pairs);
+        }
+        let fixed: Vec<(u32, u32)> = pairs.iter().copied().filter(|p| m.is_fixed(p.0)).collect();
+        if let Some(bar) = best.filter(|_| self.regions.is_some()) {
+            // The region bound (see `regions`): prune when the cycles' costs add up to the
+            // node's excess over the bar.
+            let need = m.bound() - bar;
+            self.find_cycles(m, &mut cycles, self.region_cycles);
+            let sets: Vec<Vec<u32>> = cycles
+                .found
+                .iter()
+                .take(self.region_cycles)
+                .map(|c| c.iter().flat_map(|&(a, b)| [a, b]).collect())
+                .collect();
+            let regions = self.regions.as_mut().expect("the region bound is on");
+            let loss = regions.loss(&self.graph, m, &fixed, &sets, need);
+            if loss >= need {
+                self.stats.region_pruned += 1;
+                return Eval::Pruned;
+            }
+        }
+        match Some(self.choose_branches(m, &fixed, &mut cycles)) {
             None => Eval::Leaf(pairs),
             Some(mut branches) => {
                 if let Some(seed) = self.shuffle.as_mut() {
@@ -303,13 +548,18 @@ impl Searcher {
         }
     }
 
-    /// Builds child `i` of a node whose branches are `branches`, from `base` (the node with
-    /// children before i fixed), and fixes child i's pair in `base` for the next sibling.
-    fn child(&mut self, base: &mut Matching, branches: &[(u32, u32)], i: usize) -> Matching {
-        let (a, b) = branches[i];
+    /// Builds child `i` of a node whose children are `branches`, from `base` (the node with
+    /// the pairs of the children before i fixed), and fixes child i's pair, if it has one,
+    /// in `base` for the next sibling.
+    fn child(&mut self, base: &mut Matching, branches: &[Child], i: usize) -> Matching {
+        let c = &branches[i];
         let mut child = base.clone();
-        child.exclude(&self.graph, a, b, &mut self.scratch);
-        base.fix(a, b);
+        for &(a, b) in &c.exclude {
+            child.exclude(&self.graph, a, b, &mut self.scratch);
+        }
+        if let Some((a, b)) = c.then_fix {
+            base.fix(a, b);
+        }
         child
     }
 
@@ -335,8 +585,10 @@ impl Searcher {
                 ));
             }
             let mut base = node;
-            for &(a, b) in &branches[..i] {
-                base.fix(a, b);
+            for c in &branches[..i] {
+                if let Some((a, b)) = c.then_fix {
+                    base.fix(a, b);
+                }
             }
             node = self.child(&mut base, &branches, i);
             if d >= keep_from {
@@ -390,7 +642,11 @@ impl Searcher {
                 }
             }
             self.stats.nodes += 1;
-            match self.evaluate(&node, best) {
+            let eval = self.evaluate(&node, best);
+            if let Some(profile) = self.profile.as_deref_mut() {
+                profile.record(path.len(), &eval, &frames);
+            }
+            match eval {
                 Eval::Pruned => {}
                 Eval::Leaf(pairs) => {
                     self.stats.leaves += 1;
@@ -479,6 +735,39 @@ impl Searcher {
             _ => Vec::new(),
         };
         Ok(Expansion { bound, children })
+    }
+}
+
+impl TreeProfile {
+    fn record(&mut self, depth: usize, eval: &Eval, frames: &[Frame]) {
+        if self.nodes_at.len() <= depth {
+            self.nodes_at.resize(depth + 1, 0);
+            self.branches_at.resize(depth + 1, 0);
+        }
+        self.nodes_at[depth] += 1;
+        let Eval::Branch(branches) = eval else {
+            return;
+        };
+        self.branches_at[depth] += 1;
+        let mut key: Vec<(u32, u32)> = branches.iter().flat_map(|c| c.exclude.clone()).collect();
+        key.sort_unstable();
+        key.dedup();
+        *self.cycles.entry(key).or_default() += 1;
+        let touches = |other: &[Child]| {
+            branches
+                .iter()
+                .flat_map(Child::numbers)
+                .any(|a| other.iter().flat_map(Child::numbers).any(|c| a == c))
+        };
+        if let Some(parent) = frames.last() {
+            self.with_parent += 1;
+            if touches(&parent.branches) {
+                self.touches_parent += 1;
+            }
+            if frames.iter().any(|f| touches(&f.branches)) {
+                self.touches_ancestor += 1;
+            }
+        }
     }
 }
 
@@ -766,6 +1055,7 @@ mod tests {
         let tree = |reference| {
             let mut s = Searcher::new(n);
             s.set_strong_branching(Some(reference), 4);
+            s.set_cluster_branching(true);
             s
         };
         let mut s = tree(5_000);
@@ -782,6 +1072,108 @@ mod tests {
             }
         }
         assert!(seen >= 10, "the tree at N = {n} has branching nodes");
+    }
+
+    #[test]
+    fn cluster_and_region_bound_find_the_optimum() {
+        // A019312: N = 40 -> 525, 60 -> 1137, 90 -> 2552, 120 -> 4593.
+        for (n, want) in [(40u32, 525i64), (60, 1137), (90, 2552), (120, 4593)] {
+            for strong in [None, Some(want), Some(want - 50)] {
+                for regions in [0, 8] {
+                    let mut s = Searcher::new(n);
+                    s.set_strong_branching(strong, 8);
+                    s.set_cluster_branching(true);
+                    s.set_region_bound(regions);
+                    let best = Best::default();
+                    assert_eq!(s.search(&[], None, None, &best).unwrap(), SearchEnd::Done);
+                    let (moves, score) = best.best.into_inner().unwrap();
+                    assert_eq!(score, want, "n = {n}, {strong:?}, {regions}");
+                    let moves: Vec<u64> = moves.into_iter().map(u64::from).collect();
+                    assert_eq!(super::super::game::replay(n, &moves), Ok(want as u64));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn cluster_children_need_every_bijection_to_be_cyclic() {
+        let n = 561;
+        let mut s = Searcher::new(n);
+        s.set_cluster_branching(true);
+        let root = s.root.clone();
+        let fixed = [(largest_prime(n), 1)];
+        // 225, 315, 525 onto 75, 45, 105: the two bijections (this rotation and the other
+        // one, 225-45, 315-105, 525-75) are both precedence cycles.
+        let cycle = [(225, 75), (315, 45), (525, 105)];
+        let children = s
+            .cluster_children(&root, &fixed, &cycle)
+            .expect("a cluster");
+        assert_eq!(children.len(), 3);
+        let mut first = children[0].exclude.clone();
+        first.sort_unstable();
+        assert_eq!(first, vec![(225, 45), (225, 75)]);
+        // Later children also shut the earlier numbers' other edges (450-225 for 225).
+        assert!(children[1].exclude.contains(&(450, 225)));
+        assert!(children[1].exclude.contains(&(315, 105)));
+        assert!(children.iter().all(|c| c.then_fix.is_none()));
+        // With 63 among the factors, 315-63 breaks the cycle: no cluster.
+        let open = [(225, 75), (315, 63), (525, 105)];
+        assert!(s.cluster_children(&root, &fixed, &open).is_none());
+        // Off, never.
+        s.set_cluster_branching(false);
+        assert!(s.cluster_children(&root, &fixed, &cycle).is_none());
+    }
+
+    #[test]
+    fn region_bound_never_cuts_below_the_optimum() {
+        // At every node of the first levels of the tree, the bound less the regions' loss
+        // stays at or above the best game of the node's subtree, found by a plain search
+        // of that subtree.
+        let mut priced = 0;
+        for n in [60u32, 110, 150] {
+            let mut s = Searcher::new(n);
+            let mut regions = RegionBound::new(n);
+            let mut open: Vec<Vec<u16>> = vec![Vec::new()];
+            while let Some(path) = open.pop() {
+                let (node, _) = s.descend(&path, usize::MAX, None).unwrap();
+                let pairs = node.pairs();
+                let mut cycles = Cycles {
+                    found: Vec::new(),
+                    left: pairs.clone(),
+                    exhausted: false,
+                };
+                if !s.find_cycles(&node, &mut cycles, 1) {
+                    continue;
+                }
+                s.find_cycles(&node, &mut cycles, 8);
+                let cycles = cycles.found;
+                let fixed: Vec<(u32, u32)> = pairs
+                    .iter()
+                    .copied()
+                    .filter(|p| node.is_fixed(p.0))
+                    .collect();
+                let sets: Vec<Vec<u32>> = cycles
+                    .iter()
+                    .map(|c| c.iter().flat_map(|&(a, b)| [a, b]).collect())
+                    .collect();
+                let loss = regions.loss(&s.graph, &node, &fixed, &sets, i64::MAX);
+                let best = Best::default();
+                let mut sub = Searcher::new(n);
+                sub.search(&path, None, None, &best).unwrap();
+                let sub_best = best.best.into_inner().map_or(i64::MIN, |b| b.1);
+                assert!(
+                    node.bound() - loss >= sub_best,
+                    "n = {n}, path {path:?}: bound {} - loss {loss} < {sub_best}",
+                    node.bound()
+                );
+                priced += 1;
+                if path.len() < 4 {
+                    let children = s.expand(&path).unwrap().children;
+                    open.extend(children.into_iter().map(|c| c.0));
+                }
+            }
+        }
+        assert!(priced >= 10, "{priced} nodes priced");
     }
 
     proptest::proptest! {
@@ -814,6 +1206,38 @@ mod tests {
             let strong = Keep(Cell::new(None));
             s.search(&[], None, None, &strong).unwrap();
             proptest::prop_assert_eq!(strong.0.get().unwrap_or(0), want);
+        }
+
+        /// Cluster branching and the region bound, with or without strong branching, find
+        /// the plain search's optimum: the children cover the node's games, and the region
+        /// bound prunes only nodes without a better game.
+        #[test]
+        fn cluster_branching_and_region_bound_never_change_the_optimum(
+            n in 2u32..110,
+            offset in proptest::option::of(-200i64..200),
+            regions in 0usize..10,
+        ) {
+            use std::cell::Cell;
+            struct Keep(Cell<Option<i64>>);
+            impl Observer for Keep {
+                fn bound(&self) -> Option<i64> { self.0.get() }
+                fn found(&self, _moves: &[u32], score: i64) { self.0.set(Some(score)); }
+                fn progress(&self, _nodes: u64) {}
+                fn checkpoint(&self, _path: &[u16]) {}
+                fn should_stop(&self) -> bool { false }
+                fn should_split(&self) -> bool { false }
+                fn donate(&self, _p: Vec<Vec<u16>>, _l: Vec<u16>) -> bool { false }
+            }
+            let plain = Keep(Cell::new(None));
+            Searcher::new(n).search(&[], None, None, &plain).unwrap();
+            let want = plain.0.get().unwrap_or(0);
+            let mut s = Searcher::new(n);
+            s.set_strong_branching(offset.map(|o| want + o), 8);
+            s.set_cluster_branching(true);
+            s.set_region_bound(regions);
+            let found = Keep(Cell::new(None));
+            s.search(&[], None, None, &found).unwrap();
+            proptest::prop_assert_eq!(found.0.get().unwrap_or(0), want);
         }
     }
 }
