@@ -6,7 +6,9 @@
 //!
 //! `cargo bench -p grind-shared --bench sieve_tree [-- N... [--table FILE] [--candidates C]
 //! [--top K] [--regions R]]` (default N = 400, table `../records/a019312.txt`, 8 candidates,
-//! top 10, region bound off; `--regions R` prices up to R disjoint cycles a node).
+//! top 10, region bound off; `--regions R` prices up to R disjoint cycles a node; `--cluster`
+//! turns cluster branching on). `-- N --dump A,B,...` prints the root matching's mates,
+//! duals and edge slacks at the numbers A, B, ... instead.
 
 use std::time::Instant;
 
@@ -136,7 +138,7 @@ fn main() {
     }
 }
 
-#[allow(dead_code)]
+/// Prints the root matching's mate, dual and live edges (with slack) of each number.
 fn dump(n: u32, numbers: &[u32]) {
     use grind_shared::problems::sieve::matching::{Graph, Matching, Scratch};
     use grind_shared::problems::sieve::search::largest_prime;

@@ -2,13 +2,13 @@
 //! selects a number K that still has a proper divisor in the list, scores K, and crosses out
 //! K and its remaining divisors; the game ends when no move is left. Maximise the score.
 //!
-//! Exact mode (`--n N`, or a family `--n-from A --n-to B`) proves the optimum by
-//! branch-and-bound over pairings (selected number, principal factor) with a
-//! maximum-weight-matching bound lowered by the region bound ([`regions`]), branching on the
-//! best of several precedence cycles or their clusters ([`search`], [`matching`]). A deterministic heuristic run
-//! (a probe search, and for N in [`PROBE_LNS_RANGE`] the anytime mode's neighbourhood search
-//! with a fixed seed and step count, [`probe_lns`]) gives the campaign its starting bound; the splitter expands the search tree, largest
-//! bound gap first, into many units named by tree paths ([`unit`]); long units donate their
+//! Exact mode (`--n N`, or a family `--n-from A --n-to B`) proves the optimum by branch-and-bound
+//! over pairings (selected number, principal factor) with a maximum-weight-matching bound lowered
+//! by the region bound ([`regions`]), branching on the best of several precedence cycles or their
+//! clusters ([`search`], [`matching`]). A deterministic heuristic run (a probe search, and for N in
+//! [`PROBE_LNS_RANGE`] the anytime mode's neighbourhood search with a fixed seed and step count,
+//! [`probe_lns`]) gives the campaign its starting bound; the splitter expands the search tree,
+//! largest bound gap first, into many units named by tree paths ([`unit`]); long units donate their
 //! untried subtrees. Anytime mode (`--heuristic [--units U] [--unit-seconds S]`) runs rounds
 //! of U large-neighbourhood-search units of about S seconds of a core each ([`anytime`],
 //! [`lns`]): destroy a region of the game, repair it exactly, keep what is not worse; round

@@ -4,11 +4,11 @@
 //! # Why it holds
 //!
 //! Let a node have fixed pairs F (score f), live graph G and an optimal matching with duals
-//! `y >= 0` (`y[u] + y[v] >= w(u, v)` on live edges), so its bound is U = f + sum of y over
+//! `y >= 0` (`y(u) + y(v) >= w(u, v)` on live edges), so its bound is U = f + sum of y over
 //! live numbers. Every game of the node is F plus a matching M of G, and since every edge
-//! e = (u, v) of M weighs `y[u] + y[v] - s(e)` with slack `s(e) >= 0`,
+//! e = (u, v) of M weighs `y(u) + y(v) - s(e)` with slack `s(e) >= 0`,
 //!
-//! score = U - sum over e in M of s(e) - sum over live numbers v exposed by M of y[v],
+//! score = U - sum over e in M of s(e) - sum over live numbers v exposed by M of y(v),
 //!
 //! a *loss* made of non-negative terms, one per edge of M and one per exposed number. Take
 //! disjoint sets of live numbers R_1, ..., R_k (the *regions*) and give each term to at
@@ -20,7 +20,7 @@
 //! valid *local assignment*: a set of live edges, no two sharing a number, each touching
 //! R_i, such that F together with A_i has no precedence cycle (a subset of a game's pairs
 //! is acyclic when the game's are). So loss_i >= L_i, the least cost of a local assignment
-//! for R_i, where the cost counts y[v] for every number of R_i the assignment leaves
+//! for R_i, where the cost counts y(v) for every number of R_i the assignment leaves
 //! exposed and s(e) for every edge it uses whose slack goes to R_i by the rule above.
 //! Hence every game of the node scores at most U - (L_1 + ... + L_k): a node whose region
 //! bound does not beat the incumbent holds no better game and is pruned. (When no local

@@ -171,6 +171,8 @@ struct Frame {
     /// The node with the pairs of children 0..next-1 fixed.
     base: Matching,
     branches: Vec<Child>,
+    /// Children already built (by strong branching), taken as they are visited.
+    prepared: Vec<Option<Matching>>,
     next: usize,
     end: usize,
     /// Length of the node's path.
@@ -195,6 +197,8 @@ pub struct Searcher {
     region_cycles: usize,
     /// Cluster branching ([`Searcher::set_cluster_branching`]).
     cluster: bool,
+    /// The children of the last node evaluated, as strong branching built them.
+    prepared: Option<Vec<Matching>>,
 }
 
 /// The shape of a searched tree (measurement only: [`Searcher::set_profile`]).
@@ -248,6 +252,7 @@ impl Searcher {
             regions: None,
             region_cycles: 0,
             cluster: false,
+            prepared: None,
         }
     }
 
@@ -363,19 +368,21 @@ impl Searcher {
     }
 
     /// How good a cycle is to branch on: (children whose bound reaches `reference`, their
-    /// total excess over it), smaller is better.
+    /// total excess over it), smaller is better; and the children, unless cut off.
     fn branching_cost(
         &mut self,
         m: &Matching,
         branches: &[Child],
         reference: i64,
         cutoff: Option<(usize, i64)>,
-    ) -> Option<(usize, i64)> {
+    ) -> Option<((usize, i64), Vec<Matching>)> {
         let mut base = m.clone();
         let mut cost = (0, 0);
+        let mut children = Vec::with_capacity(branches.len());
         for i in 0..branches.len() {
             let child = self.child(&mut base, branches, i);
             let excess = child.bound() - reference;
+            children.push(child);
             if excess >= 0 {
                 cost.0 += 1;
                 cost.1 += excess + 1;
@@ -385,7 +392,7 @@ impl Searcher {
                 }
             }
         }
-        Some(cost)
+        Some((cost, children))
     }
 
     /// Makes sure `cycles` holds its first `count` cycles when the node has that many;
@@ -418,7 +425,9 @@ impl Searcher {
                 .cluster_children(m, fixed, &cycle)
                 .unwrap_or_else(|| cycle_children(&cycle));
         };
-        let mut best: Option<((usize, i64), Vec<Child>)> = None;
+        // (cost, children, the children built)
+        type Choice = ((usize, i64), Vec<Child>, Vec<Matching>);
+        let mut best: Option<Choice> = None;
         for k in 0..candidates {
             if best.as_ref().is_some_and(|b| b.0 .0 == 0) || !self.find_cycles(m, cycles, k + 1) {
                 break;
@@ -437,12 +446,14 @@ impl Searcher {
                     cycle_children(&cycle)
                 };
                 let cutoff = best.as_ref().map(|b| b.0);
-                if let Some(cost) = self.branching_cost(m, &option, reference, cutoff) {
-                    best = Some((cost, option));
+                if let Some((cost, built)) = self.branching_cost(m, &option, reference, cutoff) {
+                    best = Some((cost, option, built));
                 }
             }
         }
-        best.expect("the first option has no cutoff").1
+        let (_, children, built) = best.expect("the first option has no cutoff");
+        self.prepared = Some(built);
+        children
     }
 
     /// Cluster branching on a cycle (see the module docs): when every way of matching the
@@ -536,6 +547,7 @@ impl Searcher {
             None => Eval::Leaf(pairs),
             Some(mut branches) => {
                 if let Some(seed) = self.shuffle.as_mut() {
+                    self.prepared = None;
                     for i in (1..branches.len()).rev() {
                         *seed ^= *seed << 13;
                         *seed ^= *seed >> 7;
@@ -596,6 +608,7 @@ impl Searcher {
                 frames.push(Frame {
                     base,
                     branches,
+                    prepared: Vec::new(),
                     next: i + 1,
                     end,
                     depth: d,
@@ -642,7 +655,9 @@ impl Searcher {
                 }
             }
             self.stats.nodes += 1;
+            self.prepared = None;
             let eval = self.evaluate(&node, best);
+            let prepared = self.prepared.take();
             if let Some(profile) = self.profile.as_deref_mut() {
                 profile.record(path.len(), &eval, &frames);
             }
@@ -663,6 +678,9 @@ impl Searcher {
                     frames.push(Frame {
                         base: node.clone(),
                         branches,
+                        prepared: prepared
+                            .map(|v| v.into_iter().map(Some).collect())
+                            .unwrap_or_default(),
                         next: 0,
                         end,
                         depth: path.len(),
@@ -683,7 +701,15 @@ impl Searcher {
                 top.next += 1;
                 path.truncate(top.depth);
                 path.push(i as u16);
-                node = self.child(&mut top.base, &top.branches, i);
+                node = match top.prepared.get_mut(i).and_then(Option::take) {
+                    Some(built) => {
+                        if let Some((a, b)) = top.branches[i].then_fix {
+                            top.base.fix(a, b);
+                        }
+                        built
+                    }
+                    None => self.child(&mut top.base, &top.branches, i),
+                };
                 break;
             }
         }
