@@ -1002,6 +1002,15 @@ mod tests {
         best: RefCell<Option<(Vec<u32>, i64)>>,
     }
 
+    impl Best {
+        /// The best score `searcher` finds in its whole tree (0 when it finds no game).
+        fn optimum(searcher: &mut Searcher) -> i64 {
+            let best = Best::default();
+            searcher.search(&[], None, None, &best).unwrap();
+            best.bound().unwrap_or(0)
+        }
+    }
+
     impl Observer for Best {
         fn bound(&self) -> Option<i64> {
             self.best.borrow().as_ref().map(|b| b.1)
@@ -1213,25 +1222,10 @@ mod tests {
             offset in -200i64..200,
             candidates in 1usize..6,
         ) {
-            use std::cell::Cell;
-            struct Keep(Cell<Option<i64>>);
-            impl Observer for Keep {
-                fn bound(&self) -> Option<i64> { self.0.get() }
-                fn found(&self, _moves: &[u32], score: i64) { self.0.set(Some(score)); }
-                fn progress(&self, _nodes: u64) {}
-                fn checkpoint(&self, _path: &[u16]) {}
-                fn should_stop(&self) -> bool { false }
-                fn should_split(&self) -> bool { false }
-                fn donate(&self, _p: Vec<Vec<u16>>, _l: Vec<u16>) -> bool { false }
-            }
-            let plain = Keep(Cell::new(None));
-            Searcher::new(n).search(&[], None, None, &plain).unwrap();
-            let want = plain.0.get().unwrap_or(0);
+            let want = Best::optimum(&mut Searcher::new(n));
             let mut s = Searcher::new(n);
             s.set_strong_branching(Some(want + offset), candidates);
-            let strong = Keep(Cell::new(None));
-            s.search(&[], None, None, &strong).unwrap();
-            proptest::prop_assert_eq!(strong.0.get().unwrap_or(0), want);
+            proptest::prop_assert_eq!(Best::optimum(&mut s), want);
         }
 
         /// Cluster branching and the region bound, with or without strong branching, find
@@ -1243,27 +1237,12 @@ mod tests {
             offset in proptest::option::of(-200i64..200),
             regions in 0usize..10,
         ) {
-            use std::cell::Cell;
-            struct Keep(Cell<Option<i64>>);
-            impl Observer for Keep {
-                fn bound(&self) -> Option<i64> { self.0.get() }
-                fn found(&self, _moves: &[u32], score: i64) { self.0.set(Some(score)); }
-                fn progress(&self, _nodes: u64) {}
-                fn checkpoint(&self, _path: &[u16]) {}
-                fn should_stop(&self) -> bool { false }
-                fn should_split(&self) -> bool { false }
-                fn donate(&self, _p: Vec<Vec<u16>>, _l: Vec<u16>) -> bool { false }
-            }
-            let plain = Keep(Cell::new(None));
-            Searcher::new(n).search(&[], None, None, &plain).unwrap();
-            let want = plain.0.get().unwrap_or(0);
+            let want = Best::optimum(&mut Searcher::new(n));
             let mut s = Searcher::new(n);
             s.set_strong_branching(offset.map(|o| want + o), 8);
             s.set_cluster_branching(true);
             s.set_region_bound(regions);
-            let found = Keep(Cell::new(None));
-            s.search(&[], None, None, &found).unwrap();
-            proptest::prop_assert_eq!(found.0.get().unwrap_or(0), want);
+            proptest::prop_assert_eq!(Best::optimum(&mut s), want);
         }
     }
 }
