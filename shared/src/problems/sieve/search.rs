@@ -1002,6 +1002,17 @@ mod tests {
         best: RefCell<Option<(Vec<u32>, i64)>>,
     }
 
+    /// Searches `s`'s whole tree and checks that it ends with a legal game worth `want`.
+    fn assert_optimum(s: &mut Searcher, want: i64, context: &str) {
+        let best = Best::default();
+        assert_eq!(s.search(&[], None, None, &best).unwrap(), SearchEnd::Done);
+        let (moves, score) = best.best.into_inner().unwrap();
+        assert_eq!(score, want, "{context}");
+        let moves: Vec<u64> = moves.into_iter().map(u64::from).collect();
+        let replayed = super::super::game::replay(s.n(), &moves);
+        assert_eq!(replayed, Ok(want as u64), "{context}");
+    }
+
     impl Best {
         /// The best score `searcher` finds in its whole tree (0 when it finds no game).
         fn optimum(searcher: &mut Searcher) -> i64 {
@@ -1070,12 +1081,7 @@ mod tests {
                 for candidates in [1, 3, 8] {
                     let mut s = Searcher::new(n);
                     s.set_strong_branching(Some(reference), candidates);
-                    let best = Best::default();
-                    assert_eq!(s.search(&[], None, None, &best).unwrap(), SearchEnd::Done);
-                    let (moves, score) = best.best.into_inner().unwrap();
-                    assert_eq!(score, want, "n = {n}, reference {reference}");
-                    let moves: Vec<u64> = moves.into_iter().map(u64::from).collect();
-                    assert_eq!(super::super::game::replay(n, &moves), Ok(want as u64));
+                    assert_optimum(&mut s, want, &format!("n = {n}, reference {reference}"));
                 }
             }
         }
@@ -1119,12 +1125,7 @@ mod tests {
                     s.set_strong_branching(strong, 8);
                     s.set_cluster_branching(true);
                     s.set_region_bound(regions);
-                    let best = Best::default();
-                    assert_eq!(s.search(&[], None, None, &best).unwrap(), SearchEnd::Done);
-                    let (moves, score) = best.best.into_inner().unwrap();
-                    assert_eq!(score, want, "n = {n}, {strong:?}, {regions}");
-                    let moves: Vec<u64> = moves.into_iter().map(u64::from).collect();
-                    assert_eq!(super::super::game::replay(n, &moves), Ok(want as u64));
+                    assert_optimum(&mut s, want, &format!("n = {n}, {strong:?}, {regions}"));
                 }
             }
         }
