@@ -94,27 +94,15 @@ pub fn extend(n: u32, moves: &[u64], value: i64) -> Result<(Vec<u64>, i64), Prob
             Some(&first) if is_prime(first as u32) => &moves[1..],
             _ => moves,
         };
-        let mut board = Board::new(n);
-        board.play(n);
-        let mut extended = vec![u64::from(n)];
-        let mut score = i64::from(n);
-        for &m in rest {
-            // Legal on 1..=N-1 after its first move, so legal after N (see the module docs):
-            // checked all the same, since a lying predecessor may send any game.
-            let k = m as u32;
-            if !(board.has(k) && board.legal(k)) {
-                return Err(bad(format!("move {k} is not legal after {n}")));
-            }
-            board.play(k);
-            extended.push(m);
-            score += i64::from(k);
-        }
-        while let Some(k) = board.largest_legal() {
-            board.play(k);
-            extended.push(u64::from(k));
-            score += i64::from(k);
-        }
-        return Ok((extended, score));
+        // Legal on 1..=N-1 after its first move, so legal after N (see the module docs):
+        // checked all the same, since a lying predecessor may send any game.
+        let start: Vec<u32> = std::iter::once(n)
+            .chain(rest.iter().map(|&m| m as u32))
+            .collect();
+        let finished = game::finish(n, &start)
+            .ok_or_else(|| bad(format!("its moves are not legal after {n}")))?;
+        let score = finished.iter().map(|&k| i64::from(k)).sum();
+        return Ok((finished.into_iter().map(u64::from).collect(), score));
     }
     let mut board = Board::new(n);
     for &m in moves {
