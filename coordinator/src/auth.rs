@@ -4,8 +4,9 @@
 //! stored; the token itself is printed once, when it is created. Tokens are created, listed
 //! and revoked offline against the database (`grind token ...`); a running coordinator
 //! reloads the table twice a second, so a revoked token stops working within a second, and it
-//! reads the table again before refusing a token it does not know (at most ten times a
-//! second), so a new token works at once.
+//! reads the table again before refusing a token it does not know, so a token made before a
+//! request was sent always works. Unknown tokens arriving together share one read: a miss
+//! reads the table only if no read began after the request arrived.
 //!
 //! Callers send `authorization: Bearer <token>` as gRPC metadata. Worker RPCs accept worker
 //! and admin tokens, admin RPCs only admin tokens. The caller's identity travels to the
@@ -162,18 +163,23 @@ pub fn revoke_token(conn: &Connection, id: i64, now_ms: i64) -> Result<(), Error
     Ok(())
 }
 
-/// Least time between two reloads caused by unknown tokens (a stream of wrong tokens costs
-/// at most ten table reads a second).
-const MISS_RELOAD_EVERY: Duration = Duration::from_millis(100);
-
 /// The valid tokens of a running coordinator, by digest; checks request metadata.
 #[derive(Default)]
 pub struct Authenticator {
     valid: RwLock<HashMap<Vec<u8>, Caller>>,
     /// The database to read again when a token is unknown (it may have been made a moment
-    /// ago), and when that was last done.
+    /// ago).
     db: Option<PathBuf>,
-    last_miss_reload: Mutex<Option<Instant>>,
+    miss_reads: Mutex<MissReads>,
+}
+
+/// The reads of the token table made for unknown tokens, one at a time.
+#[derive(Default)]
+struct MissReads {
+    /// A read-only connection to the database, opened at the first miss.
+    conn: Option<Connection>,
+    /// When the last such read began.
+    last_began: Option<Instant>,
 }
 
 impl Authenticator {
@@ -234,6 +240,7 @@ impl Authenticator {
                 Status::unauthenticated("the authorization header must be `Bearer <token>`")
             })?
             .trim();
+        let asked = Instant::now();
         let digest = token_digest(token);
         let lookup = || -> Result<Option<Caller>, Status> {
             Ok(self
@@ -244,7 +251,7 @@ impl Authenticator {
                 .copied())
         };
         let mut caller = lookup()?;
-        if caller.is_none() && self.reload_after_miss() {
+        if caller.is_none() && self.reload_after_miss(asked) {
             caller = lookup()?;
         }
         let caller = caller.ok_or_else(|| Status::unauthenticated("unknown or revoked token"))?;
@@ -257,31 +264,36 @@ impl Authenticator {
         Ok(caller)
     }
 
-    /// Reads the token table again from the database, unless that was done in the last
-    /// [`MISS_RELOAD_EVERY`]; true if it was read.
-    fn reload_after_miss(&self) -> bool {
+    /// Makes sure the token table was read after `asked` (when the request arrived), reading
+    /// it now unless another miss's read began since; true if the table in memory is that
+    /// fresh. Reads are serialised, so a burst of unknown tokens costs one read, not one each.
+    fn reload_after_miss(&self, asked: Instant) -> bool {
         let Some(db) = &self.db else {
             return false;
         };
-        {
-            let Ok(mut last) = self.last_miss_reload.lock() else {
-                return false;
-            };
-            if last.is_some_and(|t| t.elapsed() < MISS_RELOAD_EVERY) {
-                return false;
-            }
-            *last = Some(Instant::now());
+        let Ok(mut reads) = self.miss_reads.lock() else {
+            return false;
+        };
+        if reads.last_began.is_some_and(|began| began >= asked) {
+            return true;
         }
-        let read = Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-            .map_err(Error::from)
-            .and_then(|conn| {
-                conn.busy_timeout(Duration::from_millis(200))?;
-                self.reload(&conn)
-            });
+        reads.last_began = Some(Instant::now());
+        let read = match &reads.conn {
+            Some(conn) => self.reload(conn),
+            None => Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+                .map_err(Error::from)
+                .and_then(|conn| {
+                    conn.busy_timeout(Duration::from_millis(200))?;
+                    self.reload(&conn)?;
+                    reads.conn = Some(conn);
+                    Ok(())
+                }),
+        };
         match read {
             Ok(()) => true,
             Err(e) => {
                 tracing::warn!("cannot read the token table for an unknown token: {e}");
+                reads.conn = None;
                 false
             }
         }
@@ -345,10 +357,11 @@ mod tests {
         assert!(auth.check(&bearer(&token), Role::Worker).is_ok());
         let unknown = auth.check(&bearer("grind_nope"), Role::Worker);
         assert_eq!(unknown.unwrap_err().code(), tonic::Code::Unauthenticated);
-        // Once the last miss-reload is MISS_RELOAD_EVERY old, the next new token is read too.
+        // A token made right after another miss's read is read too (no waiting period).
         let (_, second) = create_token(&conn, Role::Worker, "newer", 1).unwrap();
-        std::thread::sleep(MISS_RELOAD_EVERY);
         assert!(auth.check(&bearer(&second), Role::Worker).is_ok());
+        let (_, admin) = create_token(&conn, Role::Admin, "admin", 1).unwrap();
+        assert!(auth.check(&bearer(&admin), Role::Admin).is_ok());
         // Without a database to read, an unknown token waits for the periodic reload.
         let periodic = Authenticator::load(&conn).unwrap();
         let (_, third) = create_token(&conn, Role::Worker, "newest", 1).unwrap();
