@@ -2,14 +2,15 @@
 //! per run: n, mode, kernel, seconds, nodes, nodes/s, decks found.
 //!
 //! `cargo bench -p grind-shared --bench topswops [-- N... [--mode prove|prove-all|discover]
-//! [--kernel auto|portable|narrow|wide] [--direction forward|backward] [--repeat R]]`
+//! [--kernel auto|portable|narrow|wide] [--direction forward|backward] [--repeat R] [--from F]]`
 //! (default: n = 12 13 14, mode prove, forward).
 //!
 //! * `prove`: proof mode at target f(n), fixed-point decks skipped (`set_skip_fixed_points`,
 //!   sound for proving the maximum) — the configuration of `bench/topswops_ref.c`.
 //! * `prove-all`: proof mode at target f(n) without skipping fixed points.
 //! * `discover`: discovery mode with the bound starting at f(n) - 1 and rising as decks are
-//!   found.
+//!   found; `--from F` starts it at F instead (F = f(n - 1) is what a campaign knows, like
+//!   `topswops_ref N -d -f F`).
 //! * `derive`: computes f(1), f(2), ... up to the largest n given from scratch: discovery mode
 //!   with no bound, each size using the values found for the smaller ones as its tail bounds
 //!   (nothing taken from the known table), one row per size.
@@ -76,6 +77,7 @@ fn main() {
     let mut kernel = "auto".to_string();
     let mut direction = Direction::Forward;
     let mut repeat = 1;
+    let mut from = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -91,6 +93,13 @@ fn main() {
                     }
                 }
             }
+            "--from" => match args.next().and_then(|f| f.parse::<u32>().ok()) {
+                Some(f) => from = Some(f),
+                None => {
+                    eprintln!("topswops bench: --from needs a flip count");
+                    std::process::exit(2);
+                }
+            },
             "--repeat" => repeat = args.next().and_then(|r| r.parse().ok()).unwrap_or(1),
             flag if flag.starts_with("--") => {} // --bench and other harness flags
             size => match size.parse::<usize>() {
@@ -141,7 +150,7 @@ fn main() {
                 (Mode::Prove(f), None)
             }
             "prove-all" => (Mode::Prove(f), None),
-            "discover" => (Mode::Discover, Some(f - 1)),
+            "discover" => (Mode::Discover, Some(from.unwrap_or(f - 1))),
             other => {
                 eprintln!("topswops bench: unknown mode {other}");
                 std::process::exit(2);
