@@ -7,12 +7,38 @@
 //! `cargo bench -p grind-shared --bench sieve_tree [-- N... [--table FILE] [--candidates C]
 //! [--top K] [--regions R]]` (default N = 400, table `../records/a019312.txt`, 8 candidates,
 //! top 10, region bound off; `--regions R` prices up to R disjoint cycles a node; `--cluster`
-//! turns cluster branching on). `-- N --dump A,B,...` prints the root matching's mates,
-//! duals and edge slacks at the numbers A, B, ... instead.
+//! turns cluster branching on; `--cuts` also bounds every node by the Lagrangian bound of
+//! cluster cuts, `Searcher::set_cut_penalties`). `-- N --dump A,B,...` prints the root
+//! matching's mates, duals and edge slacks at the numbers A, B, ... instead.
+//!
+//! `-- --root-bounds A B [STEP]` prints, for N = A, A + STEP, ..., B, the root's matching
+//! bound, the cluster cuts' Lagrangian root bound (`sieve::cuts::derive`), the published
+//! value and the two gaps.
 
 use std::time::Instant;
 
+use grind_shared::problems::sieve::cuts;
 use grind_shared::problems::sieve::search::{Observer, Searcher};
+
+/// The matching bound and the cut bound at the root for N = from, from + step, ..., to.
+fn root_bounds(from: u32, to: u32, step: u32, terms: &[i64]) {
+    println!("N\tmatching\tcuts\tpublished\tgap(matching)\tgap(cuts)\tcut count\tseconds");
+    let mut n = from;
+    while n <= to {
+        let start = Instant::now();
+        let (penalties, bound) = cuts::derive(n, &Searcher::root_pairs(n));
+        let secs = start.elapsed().as_secs_f64();
+        let plain = Searcher::new(n).root_bound();
+        let published = terms.get(n as usize - 1).copied().unwrap_or(0);
+        println!(
+            "{n}\t{plain}\t{bound}\t{published}\t{}\t{}\t{}\t{secs:.2}",
+            plain - published,
+            bound - published,
+            penalties.cuts.len()
+        );
+        n += step.max(1);
+    }
+}
 
 fn flag(args: &mut Vec<String>, name: &str) -> Option<String> {
     let at = args.iter().position(|a| a == name)?;
@@ -53,13 +79,20 @@ fn main() {
     let top: usize = flag(&mut args, "--top").map_or(10, |c| c.parse().expect("K"));
     let regions: usize = flag(&mut args, "--regions").map_or(0, |c| c.parse().expect("R"));
     let cluster = args.iter().any(|a| a == "--cluster");
-    args.retain(|a| a != "--cluster");
+    let with_cuts = args.iter().any(|a| a == "--cuts");
+    args.retain(|a| a != "--cluster" && a != "--cuts");
     let terms: Vec<i64> = std::fs::read_to_string(&table)
         .expect("table")
         .lines()
         .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
         .map(|l| l.trim().parse().expect("a term"))
         .collect();
+    if let Some(from) = flag(&mut args, "--root-bounds") {
+        let to: u32 = args.first().map_or(1000, |t| t.parse().expect("B"));
+        let step: u32 = args.get(1).map_or(50, |t| t.parse().expect("STEP"));
+        root_bounds(from.parse().expect("A"), to, step, &terms);
+        return;
+    }
     if let Some(d) = flag(&mut args, "--dump") {
         let nums: Vec<u32> = d.split(',').map(|x| x.parse().expect("number")).collect();
         dump(args[0].parse().expect("N"), &nums);
@@ -78,6 +111,11 @@ fn main() {
         s.set_profile(true);
         s.set_region_bound(regions);
         s.set_cluster_branching(cluster);
+        if with_cuts {
+            let (penalties, _) = cuts::derive(n, &Searcher::root_pairs(n));
+            s.set_cut_penalties(&penalties)
+                .expect("derived cuts are clusters");
+        }
         s.search(&[], None, None, &Bar(opt)).expect("search");
         let secs = start.elapsed().as_secs_f64();
         let p = s.profile().expect("profiling");

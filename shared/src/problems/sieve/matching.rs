@@ -15,6 +15,13 @@
 //! alternating tree of tight edges from it, and either augment to an exposed node or lower
 //! the tree's duals until its root can be matched or one of its nodes can be let go (the
 //! Hungarian method, started from either side).
+//!
+//! An edge's weight is normally its larger end; [`Graph::penalize`] lowers chosen edges'
+//! weights and [`Graph::add_offset`] adds a constant to every bound (the Lagrangian bound of
+//! [`super::cuts`]: the heaviest matching under lowered weights plus the penalties' promise
+//! is still an upper bound on every game).
+
+use std::sync::Arc;
 
 /// The static graph of an instance: distinct primes and adjacency per number.
 #[derive(Debug)]
@@ -24,6 +31,8 @@ pub struct Graph {
     primes: Vec<Vec<u32>>,
     /// Incident edges of each number.
     adj: Vec<Vec<Edge>>,
+    /// Added to every matching's bound ([`Graph::add_offset`]).
+    offset: i64,
 }
 
 /// One edge seen from one of its ends.
@@ -35,6 +44,8 @@ pub struct Edge {
     pub big: u32,
     /// Which prime of `big` the edge divides out (index into its distinct primes).
     pub bit: u8,
+    /// The weight the matching maximises: `big`, less any penalty ([`Graph::penalize`]).
+    pub weight: i32,
 }
 
 impl Graph {
@@ -60,15 +71,51 @@ impl Graph {
                     other: small,
                     big,
                     bit: bit as u8,
+                    weight: big as i32,
                 });
                 adj[small as usize].push(Edge {
                     other: big,
                     big,
                     bit: bit as u8,
+                    weight: big as i32,
                 });
             }
         }
-        Graph { n, primes, adj }
+        Graph {
+            n,
+            primes,
+            adj,
+            offset: 0,
+        }
+    }
+
+    /// Lowers the weight of the edge (big, small) by `by` (both directions); false if there
+    /// is no such edge.
+    pub fn penalize(&mut self, big: u32, small: u32, by: i32) -> bool {
+        if self.bit_of(big, small).is_none() {
+            return false;
+        }
+        for (at, other) in [(big, small), (small, big)] {
+            for e in &mut self.adj[at as usize] {
+                if e.other == other {
+                    e.weight -= by;
+                }
+            }
+        }
+        true
+    }
+
+    /// Adds `by` to the bound of every matching of this graph.
+    pub fn add_offset(&mut self, by: i64) {
+        self.offset += by;
+    }
+
+    /// The weight of the edge (big, small) (0 if there is none).
+    pub fn weight(&self, big: u32, small: u32) -> i32 {
+        self.adj
+            .get(big as usize)
+            .and_then(|edges| edges.iter().find(|e| e.other == small && e.big == big))
+            .map_or(0, |e| e.weight)
     }
 
     /// N.
@@ -149,7 +196,18 @@ impl Scratch {
 #[derive(Clone, Debug)]
 pub struct Matching {
     slots: Vec<Slot>,
+    /// The graph's offset plus the weights of the fixed pairs.
     fixed_score: i64,
+    /// A second matching of the same node under other weights, kept in step
+    /// ([`Matching::with_shadow`]).
+    shadow: Option<Box<Shadow>>,
+}
+
+/// The shadow of a [`Matching`]: the same node's matching on a reweighted graph.
+#[derive(Clone, Debug)]
+struct Shadow {
+    graph: Arc<Graph>,
+    matching: Matching,
 }
 
 impl Matching {
@@ -170,7 +228,8 @@ impl Matching {
         let size = g.n as usize + 1;
         let mut m = Matching {
             slots: vec![Slot::default(); size],
-            fixed_score: 0,
+            fixed_score: g.offset,
+            shadow: None,
         };
         m.slots[0].dead = true;
         for &x in removed {
@@ -181,25 +240,67 @@ impl Matching {
             m.slots[small as usize].mate = big;
             m.slots[big as usize].dead = true;
             m.slots[small as usize].dead = true;
-            m.fixed_score += i64::from(big);
+            m.fixed_score += i64::from(g.weight(big, small));
         }
+        m.solve(g, scratch);
+        m
+    }
+
+    /// This matching with a shadow: the same node (fixed pairs, excluded edges, removed
+    /// numbers) matched under the weights of `g` (same numbers and edges, other weights),
+    /// kept in step by [`Matching::fix`] and [`Matching::exclude`]. [`Matching::bound`] is
+    /// then the smaller of the two bounds (both bound every game of the node).
+    pub fn with_shadow(mut self, g: Arc<Graph>, scratch: &mut Scratch) -> Matching {
+        let matching = self.reweighted(&g, scratch);
+        self.shadow = Some(Box::new(Shadow { graph: g, matching }));
+        self
+    }
+
+    /// The same node under the weights of `g`, solved afresh.
+    fn reweighted(&self, g: &Graph, scratch: &mut Scratch) -> Matching {
+        let mut m = Matching {
+            slots: self
+                .slots
+                .iter()
+                .map(|s| Slot {
+                    mate: if s.dead { s.mate } else { 0 },
+                    y: 0,
+                    excluded: s.excluded,
+                    dead: s.dead,
+                })
+                .collect(),
+            fixed_score: g.offset,
+            shadow: None,
+        };
+        for (big, slot) in self.slots.iter().enumerate() {
+            if slot.dead && slot.mate != 0 && (slot.mate as usize) < big {
+                m.fixed_score += i64::from(g.weight(big as u32, slot.mate));
+            }
+        }
+        m.solve(g, scratch);
+        m
+    }
+
+    /// Starts every live number's dual at its heaviest live edge and settles them all.
+    fn solve(&mut self, g: &Graph, scratch: &mut Scratch) {
+        let size = self.slots.len();
         for v in 1..size as u32 {
-            if m.slots[v as usize].dead {
+            if self.slots[v as usize].dead {
                 continue;
             }
             let top = g
                 .edges(v)
                 .iter()
-                .filter(|e| m.live(e))
-                .map(|e| e.big as i32)
+                .filter(|e| self.live(e))
+                .map(|e| e.weight)
                 .max()
-                .unwrap_or(0);
-            m.slots[v as usize].y = top;
+                .unwrap_or(0)
+                .max(0);
+            self.slots[v as usize].y = top;
         }
         for v in (1..size as u32).rev() {
-            m.settle(g, v, scratch);
+            self.settle(g, v, scratch);
         }
-        m
     }
 
     fn live(&self, e: &Edge) -> bool {
@@ -207,8 +308,18 @@ impl Matching {
         !other.dead && self.slots[e.big as usize].excluded & (1 << e.bit) == 0
     }
 
-    /// Score of the fixed pairs plus the weight of the matching: the node's upper bound.
+    /// The node's upper bound: [`Matching::matching_bound`], or the shadow's if smaller.
     pub fn bound(&self) -> i64 {
+        let own = self.matching_bound();
+        match &self.shadow {
+            Some(s) => own.min(s.matching.matching_bound()),
+            None => own,
+        }
+    }
+
+    /// The graph's offset, the fixed pairs' weights and the matching's weight (the bound
+    /// of this matching alone, without its shadow's).
+    pub fn matching_bound(&self) -> i64 {
         self.fixed_score
             + self
                 .slots
@@ -218,7 +329,7 @@ impl Matching {
                 .sum::<i64>()
     }
 
-    /// Score of the fixed pairs.
+    /// The graph's offset plus the weights of the fixed pairs.
     pub fn fixed_score(&self) -> i64 {
         self.fixed_score
     }
@@ -260,13 +371,34 @@ impl Matching {
             .collect()
     }
 
-    /// Fixes the matched pair (big, small): removes both numbers from the graph for good.
-    /// The rest of the matching stays optimal (the pair was matched and tight).
-    pub fn fix(&mut self, big: u32, small: u32) {
-        debug_assert_eq!(self.slots[big as usize].mate, small);
+    /// Fixes the live pair (big, small) of `g`: removes both numbers from the graph for
+    /// good. If the pair was matched (and so tight) the rest of the matching stays optimal;
+    /// otherwise the two numbers' former mates are exposed and settled again.
+    pub fn fix(&mut self, g: &Graph, big: u32, small: u32, scratch: &mut Scratch) {
+        if let Some(s) = self.shadow.as_deref_mut() {
+            s.matching.fix(&s.graph, big, small, scratch);
+        }
+        let (old_big, old_small) = (
+            self.slots[big as usize].mate,
+            self.slots[small as usize].mate,
+        );
+        self.slots[big as usize].mate = small;
+        self.slots[small as usize].mate = big;
         self.slots[big as usize].dead = true;
         self.slots[small as usize].dead = true;
-        self.fixed_score += i64::from(big);
+        self.fixed_score += i64::from(g.weight(big, small));
+        if old_big != small {
+            // Both former mates lose their partner before either is settled (a settle must
+            // never walk into a fixed number through a stale mate).
+            for other in [old_big, old_small] {
+                self.slots[other as usize].mate = 0;
+            }
+            for other in [old_big, old_small] {
+                if other != 0 {
+                    self.settle(g, other, scratch);
+                }
+            }
+        }
     }
 
     /// Excludes the edge (big, small) and restores optimality.
@@ -274,6 +406,9 @@ impl Matching {
         let Some(bit) = g.bit_of(big, small) else {
             return;
         };
+        if let Some(s) = self.shadow.as_deref_mut() {
+            s.matching.exclude(&s.graph, big, small, scratch);
+        }
         self.slots[big as usize].excluded |= 1 << bit;
         if self.slots[big as usize].mate == small && !self.slots[big as usize].dead {
             self.slots[big as usize].mate = 0;
@@ -310,7 +445,7 @@ impl Matching {
                         continue;
                     }
                     let sv = self.slots[v as usize];
-                    if yo + sv.y != e.big as i32 {
+                    if yo + sv.y != e.weight {
                         continue;
                     }
                     if sv.mate == 0 {
@@ -337,7 +472,7 @@ impl Matching {
                     if sc.in_tree(v) || !self.live(e) {
                         continue;
                     }
-                    delta = delta.min(yo + self.slots[v as usize].y - e.big as i32);
+                    delta = delta.min(yo + self.slots[v as usize].y - e.weight);
                 }
             }
             for &o in &sc.outer_list {
@@ -398,7 +533,7 @@ impl Matching {
                 if !self.live(e) {
                     continue;
                 }
-                let slack = s.y + self.slots[e.other as usize].y - e.big as i32;
+                let slack = s.y + self.slots[e.other as usize].y - e.weight;
                 if slack < 0 {
                     return Err(format!("edge {x}-{} violated", e.other));
                 }
@@ -407,7 +542,7 @@ impl Matching {
                         return Err(format!("matched edge {x}-{} not tight", e.other));
                     }
                     if e.big == x {
-                        weight += i64::from(x);
+                        weight += i64::from(e.weight);
                     }
                 }
             }
@@ -415,14 +550,20 @@ impl Matching {
                 return Err(format!("mate of {x} inconsistent"));
             }
         }
-        if weight + self.fixed_score != self.bound() {
+        if weight + self.fixed_score != self.matching_bound() {
             return Err(format!(
                 "weight {} != dual {}",
                 weight + self.fixed_score,
-                self.bound()
+                self.matching_bound()
             ));
         }
-        Ok(())
+        match &self.shadow {
+            Some(s) => s
+                .matching
+                .check(&s.graph)
+                .map_err(|e| format!("shadow: {e}")),
+            None => Ok(()),
+        }
     }
 }
 
@@ -480,13 +621,60 @@ mod tests {
             let mut alive2 = alive.clone();
             let mut fixed = 0;
             if let Some(&(a, b)) = m2.pairs().first() {
-                m2.fix(a, b);
+                m2.fix(&g, a, b, &mut sc);
                 alive2[a as usize] = false;
                 alive2[b as usize] = false;
                 fixed = i64::from(a);
             }
             m2.check(&g).unwrap();
             assert_eq!(m2.bound(), fixed + brute(&g, &alive2, &excluded), "n = {n}");
+        }
+    }
+
+    #[test]
+    fn fixing_an_unmatched_pair_rematches_the_rest_optimally() {
+        let mut sc = Scratch::default();
+        for n in 2..=16u32 {
+            let g = Graph::new(n);
+            let m = Matching::new(&g, &[], &mut sc);
+            for big in 2..=n {
+                for e in g.edges(big).iter().filter(|e| e.big == big) {
+                    let mut forced = m.clone();
+                    forced.fix(&g, big, e.other, &mut sc);
+                    forced.check(&g).unwrap();
+                    let mut alive = vec![true; n as usize + 1];
+                    alive[big as usize] = false;
+                    alive[e.other as usize] = false;
+                    let want = i64::from(big) + brute(&g, &alive, &[]);
+                    assert_eq!(forced.bound(), want, "n = {n}, fixed ({big}, {})", e.other);
+                }
+            }
+        }
+        // Larger graphs, two pairs forced in turn, against a matching solved from scratch
+        // with both fixed (both numbers of a forced pair matched elsewhere is the hard case).
+        for n in [40u32, 60, 90] {
+            let g = Graph::new(n);
+            let m = Matching::new(&g, &[], &mut sc);
+            let edges: Vec<(u32, u32)> = (2..=n)
+                .flat_map(|big| g.edges(big).iter().filter(move |e| e.big == big))
+                .map(|e| (e.big, e.other))
+                .collect();
+            for (i, &(a, b)) in edges.iter().enumerate().step_by(3) {
+                let &(c, d) = &edges[(i * 7 + 5) % edges.len()];
+                if [a, b].contains(&c) || [a, b].contains(&d) {
+                    continue;
+                }
+                let mut forced = m.clone();
+                forced.fix(&g, a, b, &mut sc);
+                forced.fix(&g, c, d, &mut sc);
+                forced.check(&g).unwrap();
+                let fresh = Matching::new(&g, &[(a, b), (c, d)], &mut sc);
+                assert_eq!(
+                    forced.bound(),
+                    fresh.bound(),
+                    "n = {n}: ({a}, {b}), ({c}, {d})"
+                );
+            }
         }
     }
 }

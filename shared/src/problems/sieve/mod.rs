@@ -26,6 +26,7 @@
 //! every member after the first builds on the one before.
 
 pub mod anytime;
+pub mod cuts;
 mod donation;
 pub mod family;
 pub mod game;

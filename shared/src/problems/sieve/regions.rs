@@ -186,7 +186,7 @@ impl RegionBound {
             // The edge's slack goes to the region of its larger end, if that is one.
             let charged = other == id || other == u32::MAX || e.big == v;
             let c = if charged {
-                yv + m.dual(u) - i64::from(e.big)
+                yv + m.dual(u) - i64::from(e.weight)
             } else {
                 0
             };
