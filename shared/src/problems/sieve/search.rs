@@ -857,6 +857,8 @@ struct CycleFinder {
     dist: Vec<u32>,
     parent: Vec<u32>,
     deque: std::collections::VecDeque<usize>,
+    /// Per pair of the current call: 1 if it is not fixed (a cycle's cost counts these).
+    cost: Vec<u32>,
 }
 
 impl CycleFinder {
@@ -869,6 +871,7 @@ impl CycleFinder {
             dist: Vec::new(),
             parent: Vec::new(),
             deque: std::collections::VecDeque::new(),
+            cost: Vec::new(),
         }
     }
 
@@ -925,14 +928,17 @@ impl CycleFinder {
         // the pairs of the one found, the best by a 0-1 search (fixed pairs cost nothing).
         if self.shortest {
             if let Some(cycle) = found.take() {
-                let cost_of = |c: &[usize]| c.iter().filter(|&&i| !fixed(i)).count();
+                let mut costs = std::mem::take(&mut self.cost);
+                costs.clear();
+                costs.extend((0..pairs.len()).map(|i| u32::from(!fixed(i))));
+                let cost_of = |c: &[usize]| c.iter().map(|&i| costs[i] as usize).sum::<usize>();
                 let mut best: (usize, Vec<usize>) = (cost_of(&cycle), cycle);
                 let starts = best.1.clone();
                 for start in starts {
                     if best.0 <= 1 {
                         break;
                     }
-                    if let Some(c) = self.cheapest_through(start, pairs, fixed) {
+                    if let Some(c) = self.cheapest_through(start, pairs, &costs) {
                         let cost = cost_of(&c);
                         if cost < best.0 {
                             best = (cost, c);
@@ -940,6 +946,7 @@ impl CycleFinder {
                     }
                 }
                 found = Some(best.1);
+                self.cost = costs;
             }
         }
         for &(a, _) in pairs {
@@ -949,12 +956,13 @@ impl CycleFinder {
     }
 
     /// The cycle through `start` with the fewest non-fixed pairs (0-1 breadth-first search
-    /// over the precedence edges); `pair_of` must be filled.
+    /// over the precedence edges, `cost[i]` = 1 for a non-fixed pair i, 0 for a fixed one);
+    /// `pair_of` must be filled.
     fn cheapest_through(
         &mut self,
         start: usize,
         pairs: &[(u32, u32)],
-        fixed: &dyn Fn(usize) -> bool,
+        cost: &[u32],
     ) -> Option<Vec<usize>> {
         let n = self.pair_of.len() as u32 - 1;
         let count = pairs.len();
@@ -963,7 +971,6 @@ impl CycleFinder {
         self.parent.clear();
         self.parent.resize(count, u32::MAX);
         self.deque.clear();
-        let cost = |j: usize| u32::from(!fixed(j));
         // Distances count the non-fixed pairs entered; `start` is reached again at the end.
         self.deque.push_back(start);
         self.dist[start] = 0;
@@ -985,7 +992,7 @@ impl CycleFinder {
                     continue;
                 }
                 let j = j as usize;
-                let nd = d + cost(j);
+                let nd = d + cost[j];
                 if j == start {
                     if closing.is_none_or(|(c, _)| nd < c) {
                         closing = Some((nd, i));
@@ -995,7 +1002,7 @@ impl CycleFinder {
                 if nd < self.dist[j] {
                     self.dist[j] = nd;
                     self.parent[j] = i as u32;
-                    if cost(j) == 0 {
+                    if cost[j] == 0 {
                         self.deque.push_front(j);
                     } else {
                         self.deque.push_back(j);
