@@ -56,17 +56,6 @@ impl Observer for Bar {
     fn found(&self, moves: &[u32], score: i64) {
         panic!("a game of {score} beats the table's {}: {moves:?}", self.0);
     }
-    fn progress(&self, _nodes: u64) {}
-    fn checkpoint(&self, _path: &[u16]) {}
-    fn should_stop(&self) -> bool {
-        false
-    }
-    fn should_split(&self) -> bool {
-        false
-    }
-    fn donate(&self, _prefixes: Vec<Vec<u16>>, _limit: Vec<u16>) -> bool {
-        false
-    }
 }
 
 fn main() {

@@ -52,14 +52,6 @@ impl Observer for Counter {
             self.bound.set(Some(flips));
         }
     }
-    fn progress(&self, _nodes: u64) {}
-    fn checkpoint(&self, _path: &[u8]) {}
-    fn should_stop(&self) -> bool {
-        false
-    }
-    fn should_split(&self) -> bool {
-        false
-    }
     fn donate(&self, _prefixes: Vec<Vec<u8>>, _new_limit: Vec<u8>) {}
 }
 
@@ -227,14 +219,6 @@ fn derive(max_n: usize) {
                     self.0.bound.set(Some(flips));
                 }
                 self.0.found(deck, flips);
-            }
-            fn progress(&self, _nodes: u64) {}
-            fn checkpoint(&self, _path: &[u8]) {}
-            fn should_stop(&self) -> bool {
-                false
-            }
-            fn should_split(&self) -> bool {
-                false
             }
             fn donate(&self, _prefixes: Vec<Vec<u8>>, _new_limit: Vec<u8>) {}
         }

@@ -75,11 +75,6 @@ mod topswops_driver {
             Some(self.bound)
         }
         fn found(&self, _deck: &[u8], _flips: u32) {}
-        fn progress(&self, _nodes: u64) {}
-        fn checkpoint(&self, _path: &[u8]) {}
-        fn should_stop(&self) -> bool {
-            false
-        }
         fn should_split(&self) -> bool {
             true
         }
@@ -133,11 +128,6 @@ mod sieve_driver {
             self.bound
         }
         fn found(&self, _moves: &[u32], _score: i64) {}
-        fn progress(&self, _nodes: u64) {}
-        fn checkpoint(&self, _path: &[u16]) {}
-        fn should_stop(&self) -> bool {
-            false
-        }
         fn should_split(&self) -> bool {
             true
         }

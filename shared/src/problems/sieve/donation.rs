@@ -83,14 +83,7 @@ impl Observer for GapObserver {
     fn progress(&self, nodes: u64) {
         self.nodes.set(nodes);
     }
-    fn checkpoint(&self, _path: &[u16]) {}
     fn should_stop(&self) -> bool {
         self.found.get() || self.nodes.get() >= self.budget
-    }
-    fn should_split(&self) -> bool {
-        false
-    }
-    fn donate(&self, _prefixes: Vec<Vec<u16>>, _limit: Vec<u16>) -> bool {
-        false
     }
 }

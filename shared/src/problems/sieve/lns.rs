@@ -118,15 +118,8 @@ impl Observer for Repair {
     fn progress(&self, nodes: u64) {
         self.spent.set(nodes);
     }
-    fn checkpoint(&self, _path: &[u16]) {}
     fn should_stop(&self) -> bool {
         self.spent.get() >= self.limit
-    }
-    fn should_split(&self) -> bool {
-        false
-    }
-    fn donate(&self, _prefixes: Vec<Vec<u16>>, _limit: Vec<u16>) -> bool {
-        false
     }
 }
 

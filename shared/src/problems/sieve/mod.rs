@@ -679,15 +679,8 @@ impl Observer for Budget {
     fn progress(&self, nodes: u64) {
         *self.spent.lock().expect("poisoned") = nodes;
     }
-    fn checkpoint(&self, _path: &[u16]) {}
     fn should_stop(&self) -> bool {
         *self.spent.lock().expect("poisoned") >= self.nodes
-    }
-    fn should_split(&self) -> bool {
-        false
-    }
-    fn donate(&self, _prefixes: Vec<Vec<u16>>, _limit: Vec<u16>) -> bool {
-        false
     }
 }
 

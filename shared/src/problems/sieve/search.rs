@@ -87,16 +87,25 @@ pub trait Observer {
     /// A leaf: an ordered, finished game (`moves`) scoring `score`.
     fn found(&self, moves: &[u32], score: i64);
     /// Nodes evaluated so far.
-    fn progress(&self, nodes: u64);
-    /// The path of the next node to evaluate: everything before it is done.
-    fn checkpoint(&self, path: &[u16]);
-    /// True when the search should stop (after a checkpoint).
-    fn should_stop(&self) -> bool;
-    /// True when untried subtrees should be handed out.
-    fn should_split(&self) -> bool;
+    /// (Default: ignored.)
+    fn progress(&self, _nodes: u64) {}
+    /// The path of the next node to evaluate: everything before it is done. (Default:
+    /// ignored.)
+    fn checkpoint(&self, _path: &[u16]) {}
+    /// True when the search should stop (after a checkpoint). (Default: never.)
+    fn should_stop(&self) -> bool {
+        false
+    }
+    /// True when untried subtrees should be handed out. (Default: never.)
+    fn should_split(&self) -> bool {
+        false
+    }
     /// Hands out `prefixes` (whole subtrees); the search then covers only paths before
-    /// `limit`. Returns false when refused (the search then keeps the subtrees).
-    fn donate(&self, prefixes: Vec<Vec<u16>>, limit: Vec<u16>) -> bool;
+    /// `limit`. Returns false when refused (the search then keeps the subtrees). (Default:
+    /// refused.)
+    fn donate(&self, _prefixes: Vec<Vec<u16>>, _limit: Vec<u16>) -> bool {
+        false
+    }
 }
 
 /// How a search ended.
@@ -1059,17 +1068,6 @@ mod tests {
         }
         fn found(&self, moves: &[u32], score: i64) {
             *self.best.borrow_mut() = Some((moves.to_vec(), score));
-        }
-        fn progress(&self, _nodes: u64) {}
-        fn checkpoint(&self, _path: &[u16]) {}
-        fn should_stop(&self) -> bool {
-            false
-        }
-        fn should_split(&self) -> bool {
-            false
-        }
-        fn donate(&self, _prefixes: Vec<Vec<u16>>, _limit: Vec<u16>) -> bool {
-            false
         }
     }
 

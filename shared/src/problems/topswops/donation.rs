@@ -87,12 +87,8 @@ impl Observer for GapObserver {
     fn progress(&self, nodes: u64) {
         self.nodes.set(nodes);
     }
-    fn checkpoint(&self, _path: &[u8]) {}
     fn should_stop(&self) -> bool {
         self.found.get() || self.nodes.get() >= self.budget
-    }
-    fn should_split(&self) -> bool {
-        false
     }
     fn donate(&self, _prefixes: Vec<Vec<u8>>, _new_limit: Vec<u8>) {}
 }

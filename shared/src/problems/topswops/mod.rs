@@ -389,14 +389,6 @@ impl Observer for BestSoFar {
             *best = Some(flips);
         }
     }
-    fn progress(&self, _nodes: u64) {}
-    fn checkpoint(&self, _path: &[u8]) {}
-    fn should_stop(&self) -> bool {
-        false
-    }
-    fn should_split(&self) -> bool {
-        false
-    }
     fn donate(&self, _prefixes: Vec<Vec<u8>>, _new_limit: Vec<u8>) {}
 }
 

@@ -176,13 +176,17 @@ pub trait Observer {
     /// A deck (top card first, values 1..=n) with its flip count that meets the mode's goal.
     fn found(&self, deck: &[u8], flips: u32);
     /// Work done so far (nodes) — called every few million nodes.
-    fn progress(&self, nodes: u64);
+    fn progress(&self, _nodes: u64) {}
     /// A checkpoint: the current branch path (resume from here).
-    fn checkpoint(&self, path: &[u8]);
+    fn checkpoint(&self, _path: &[u8]) {}
     /// Stop now (the caller saves the last checkpoint).
-    fn should_stop(&self) -> bool;
+    fn should_stop(&self) -> bool {
+        false
+    }
     /// The coordinator wants work donated.
-    fn should_split(&self) -> bool;
+    fn should_split(&self) -> bool {
+        false
+    }
     /// Untried subtrees handed off (each a full branch path prefix), and the new exclusive
     /// upper limit of this search (the first donated path).
     fn donate(&self, prefixes: Vec<Vec<u8>>, new_limit: Vec<u8>);

@@ -51,7 +51,6 @@ impl Observer for Rec {
         }
         self.found.borrow_mut().push((deck.to_vec(), flips));
     }
-    fn progress(&self, _nodes: u64) {}
     fn checkpoint(&self, path: &[u8]) {
         self.checks.set(self.checks.get() + 1);
         *self.last_checkpoint.borrow_mut() = Some(path.to_vec());
