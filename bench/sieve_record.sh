@@ -16,4 +16,9 @@ last=$(awk -F'\t' '!/^#/ && $1 > max { max = $1 } END { print max + 0 }' "$recor
 if (( last >= from )); then from=$((last + 1)); fi
 if (( from > to )); then echo "N <= $last already recorded"; exit 0; fi
 uptime
-cargo bench -q -p grind-shared --bench sieve -- --threads "$threads" --record "$from" "$to" "$commit" >>"$record"
+# Each row is appended by reopening the file, so that a row proven after the file was
+# replaced (a checkout, a stash) lands in the file as it is then instead of being lost.
+cargo bench -q -p grind-shared --bench sieve -- --threads "$threads" --record "$from" "$to" "$commit" |
+  while IFS= read -r row; do
+    printf '%s\n' "$row" >>"$record"
+  done
