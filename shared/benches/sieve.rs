@@ -42,6 +42,9 @@ fn main() -> ExitCode {
         .collect();
     let threads: usize = flag(&mut args, "--threads").map_or(2, |t| t.parse().expect("--threads"));
     let repeat: usize = flag(&mut args, "--repeat").map_or(3, |r| r.parse().expect("--repeat"));
+    if let Some(n) = flag(&mut args, "--dump-units") {
+        return dump_units(n.parse().expect("--dump-units N"));
+    }
     if let Some(n) = flag(&mut args, "--probe") {
         return probe(n.parse().expect("--probe N"));
     }
@@ -219,4 +222,47 @@ fn recorded_row(n: u32) -> Option<(i64, Vec<u64>)> {
                 .collect::<Option<Vec<u64>>>()?;
             Some((cols[1].parse().ok()?, moves))
         })
+}
+
+/// Prints each exact unit's root node of N as one JSON line: its path, bound, fixed pairs
+/// and live edges (for measuring other bounds on the same nodes outside grind).
+fn dump_units(n: u32) -> ExitCode {
+    let sieve = match Sieve::from_params(SieveParams {
+        n: Some(n),
+        n_from: None,
+        n_to: None,
+        heuristic: false,
+        unit_seconds: None,
+        units: None,
+        independent: false,
+    }) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("sieve bench: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let frontier = sieve.frontier().expect("units").to_vec();
+    let mut searcher = sieve.exact_searcher();
+    for path in frontier {
+        let node = searcher.node_at(&path).expect("a unit names a node");
+        let g = searcher.graph();
+        let fixed: Vec<(u32, u32)> = node
+            .pairs()
+            .into_iter()
+            .filter(|p| node.is_fixed(p.0))
+            .collect();
+        let live: Vec<(u32, u32)> = (2..=n)
+            .flat_map(|x| {
+                node.live_edges(g, x)
+                    .filter(move |e| e.big == x)
+                    .map(move |e| (x, e.other))
+            })
+            .collect();
+        println!(
+            "{}",
+            serde_json::json!({"path": path, "bound": node.bound(), "fixed": fixed, "live": live})
+        );
+    }
+    ExitCode::SUCCESS
 }

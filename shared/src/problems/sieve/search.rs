@@ -774,6 +774,12 @@ impl Searcher {
         }
     }
 
+    /// The node at `path` (its matching): for measurements of nodes' bounds. Errors on a
+    /// path that names no node.
+    pub fn node_at(&mut self, path: &[u16]) -> Result<Matching, String> {
+        Ok(self.descend(path, usize::MAX, None)?.0)
+    }
+
     /// The children of the node at `path` (their paths, or nothing for a leaf) and the
     /// node's bound; used by the splitter. Errors on a path that names no node.
     pub fn expand(&mut self, path: &[u16]) -> Result<Expansion, String> {
