@@ -14,6 +14,10 @@
 //! `cargo bench -p grind-shared --bench sieve -- --probe N` times what creating an exact
 //! campaign costs (the probe search that sets the starting bound, and the splitter).
 //!
+//! `cargo bench -p grind-shared --bench sieve -- --dump-units N` prints each exact unit's
+//! root node as one JSON line (path, bound, fixed pairs, live edges), to measure other
+//! bounds on the same nodes outside grind.
+//!
 //! `cargo bench -p grind-shared --bench sieve -- --record A B COMMIT` proves every N in
 //! A..=B and prints one `records/sieve.tsv` row per N (value, root bound, units, nodes, CPU
 //! and wall seconds, versions, COMMIT, date, an optimal game); `bench/sieve_record.sh`
