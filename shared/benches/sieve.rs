@@ -96,15 +96,7 @@ fn main() -> ExitCode {
 /// Times what creating an exact campaign costs the coordinator: the probe search (starting
 /// bound) and the splitter.
 fn probe(n: u32) -> ExitCode {
-    let params = SieveParams {
-        n: Some(n),
-        n_from: None,
-        n_to: None,
-        heuristic: false,
-        unit_seconds: None,
-        units: None,
-        independent: false,
-    };
+    let params = SieveParams::exact(n);
     let start = Instant::now();
     let sieve = Sieve::from_params(params).expect("parameters");
     let bound = sieve.initial_bound();
@@ -231,15 +223,7 @@ fn recorded_row(n: u32) -> Option<(i64, Vec<u64>)> {
 /// Prints each exact unit's root node of N as one JSON line: its path, bound, fixed pairs
 /// and live edges (for measuring other bounds on the same nodes outside grind).
 fn dump_units(n: u32) -> ExitCode {
-    let sieve = match Sieve::from_params(SieveParams {
-        n: Some(n),
-        n_from: None,
-        n_to: None,
-        heuristic: false,
-        unit_seconds: None,
-        units: None,
-        independent: false,
-    }) {
+    let sieve = match Sieve::from_params(SieveParams::exact(n)) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("sieve bench: {e}");

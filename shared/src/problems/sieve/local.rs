@@ -141,15 +141,7 @@ fn prove_from(
     start: Option<Scored>,
     ceiling: Option<i64>,
 ) -> Result<Proven, ProblemError> {
-    let sieve = Sieve::from_params(super::SieveParams {
-        n: Some(n),
-        n_from: None,
-        n_to: None,
-        heuristic: false,
-        unit_seconds: None,
-        units: None,
-        independent: false,
-    })?;
+    let sieve = Sieve::from_params(super::SieveParams::exact(n))?;
     let batch = sieve.split(None, usize::MAX)?;
     let shared = Shared {
         bound: AtomicI64::new(sieve.initial_bound().unwrap_or(i64::MIN)),

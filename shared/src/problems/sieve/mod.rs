@@ -257,6 +257,21 @@ impl ProblemDef for Sieve {
     }
 }
 
+impl SieveParams {
+    /// The parameters of one exact campaign for 1..=n, every option at its default.
+    pub fn exact(n: u32) -> SieveParams {
+        SieveParams {
+            n: Some(n),
+            n_from: None,
+            n_to: None,
+            heuristic: false,
+            unit_seconds: None,
+            units: None,
+            independent: false,
+        }
+    }
+}
+
 /// The solution document of a game.
 pub fn solution(moves: &[u32], score: i64) -> Value {
     json!({"moves": moves, "score": score})

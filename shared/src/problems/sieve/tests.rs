@@ -9,16 +9,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 fn exact(n: u32) -> Sieve {
-    Sieve::from_params(SieveParams {
-        n: Some(n),
-        n_from: None,
-        n_to: None,
-        heuristic: false,
-        unit_seconds: None,
-        units: None,
-        independent: false,
-    })
-    .unwrap()
+    Sieve::from_params(SieveParams::exact(n)).unwrap()
 }
 
 /// T(S) by the recursive definition over sets of remaining numbers (OEIS A019312's
