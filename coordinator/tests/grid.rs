@@ -256,7 +256,9 @@ async fn a_grid_campaign_resumes_after_a_coordinator_restart() {
 async fn a_root_split_campaign_survives_coordinator_and_worker_restarts() {
     let mut grind = Cluster::start(3_000, &[]).await;
     // 10x10 seed 4 needs a few hundred branch-and-cut nodes: the root unit splits into
-    // subtree units after its first nodes, and they spread over both workers.
+    // subtree units after its first nodes, and they spread over both workers. How many
+    // depends on when an idle worker asks for a donation (4 to 12 subtrees were seen), so
+    // the wait asks only that the root has split and a subtree has finished.
     let campaign = grind
         .create("grid", json!({"size": 10, "seed": 4, "subtrees": 12}), 0.0)
         .await;
@@ -269,7 +271,7 @@ async fn a_root_split_campaign_survives_coordinator_and_worker_restarts() {
             LONG,
             &|c| {
                 let u = c.units.unwrap();
-                c.state == "running" && u.done >= 1 && u.done + u.pending + u.leased >= 6
+                c.state == "running" && u.done >= 1 && u.done + u.pending + u.leased >= 2
             },
         )
         .await;
@@ -281,7 +283,7 @@ async fn a_root_split_campaign_survives_coordinator_and_worker_restarts() {
     let done = grind.wait_finished(campaign, LONG).await;
     assert_eq!(done.state, "done");
     assert!(done.proven);
-    assert!(done.units.unwrap().done >= 6, "{:?}", done.units);
+    assert!(done.units.unwrap().done >= 2, "{:?}", done.units);
     let optimum = assert_matches_local_solve(&done, 10, 4);
     // Proven: the stored lower bound is the optimum itself.
     assert_eq!(solution(&done)["lower_bound"], json!(optimum));

@@ -25,7 +25,8 @@ where
     }
 }
 
-/// Polls a campaign's status until `until` holds, returning that status.
+/// Polls a campaign's status until `until` holds, returning that status; a timeout's panic
+/// shows the last status seen.
 pub async fn wait_campaign<T: Transport>(
     admin: &AdminClient<T>,
     campaign: i64,
@@ -33,14 +34,22 @@ pub async fn wait_campaign<T: Transport>(
     timeout: Duration,
     until: &(dyn Fn(&pb::CampaignStatus) -> bool + Sync),
 ) -> pb::CampaignStatus {
-    wait_for(what, timeout, || {
-        let mut admin = admin.clone();
-        async move {
-            let c = try_show(&mut admin, campaign).await.ok()?;
-            until(&c).then_some(c)
+    let deadline = Instant::now() + timeout;
+    let mut last = None;
+    loop {
+        let mut client = admin.clone();
+        if let Ok(c) = try_show(&mut client, campaign).await {
+            if until(&c) {
+                return c;
+            }
+            last = Some(c);
         }
-    })
-    .await
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {timeout:?} waiting for {what}; last status: {last:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 /// Waits until the campaign has left the running state, returning its final status.
