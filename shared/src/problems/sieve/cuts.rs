@@ -79,16 +79,11 @@ impl Cut {
         {
             return false;
         }
+        let edges = self.edges(g);
         let options: Vec<Vec<(u32, u32)>> = self
             .numbers
             .iter()
-            .map(|&k| {
-                self.factors
-                    .iter()
-                    .filter(|&&b| g.bit_of(k, b).is_some())
-                    .map(|&b| (k, b))
-                    .collect()
-            })
+            .map(|&k| edges.iter().copied().filter(|e| e.0 == k).collect())
             .collect();
         let (mut chosen, mut used, mut colour) = (Vec::new(), Vec::new(), Vec::new());
         !any_acyclic_assignment(&options, &mut chosen, 0, &mut used, &mut colour)
