@@ -38,6 +38,14 @@
 //!
 //! A unit has no checkpoints: when asked to stop, the solver drops its table and returns
 //! [`UnitOutcome::Stopped`]; the unit restarts from scratch (N = 1e7 takes seconds).
+//!
+//! # The count and `--table`
+//!
+//! The count is Burnside over the histogram of Grundy values ([`count_losing`]: the ordered
+//! triples with XOR 0, plus those with a repeated heap, plus the all-equal ones). With `--table`
+//! the unit instead keeps a running count of pairs by the XOR of their values
+//! ([`answer_table`]) and emits the answer for every n in 1..=N as samples of [`TABLE_CHUNK`]
+//! answers each; `render_samples` writes them as `n answer` lines.
 
 use clap::Args;
 use num_bigint::BigUint;

@@ -6,9 +6,44 @@
 //! bridge (`x_e` in [0, 2], cost c_e) and one per city (`y_v` in [0, 1], the dummy edge),
 //! `sum y = 2`, and the connectivity cuts `x(delta(S)) + y(S) >= 2` for every set S of
 //! cities, separated by minimum cuts; its optimum is the subtour (Held-Karp) bound of the
-//! free-ends path TSP on the metric closure. Branching fixes fractional columns and, at
-//! integral points with an odd degree d at some city, splits on degree <= d-1 or >= d+1.
+//! free-ends path TSP on the metric closure. Branching, cuts and distribution: below.
 //! The LP is `microlp` (pure Rust), re-solved warm by its dual simplex after each edit.
+//!
+//! # The model
+//!
+//! The exact model lives on the sparse grid graph, not the dense closure: a walk plus a dummy
+//! vertex joined to its two ends is a connected even multigraph, each bridge crossed 0..2 times.
+//! LP columns `x_e` in [0, 2] per bridge and `y_v` in [0, 1] per city, `sum y = 2`, cuts
+//! `x(delta(S)) + y(S) >= 2` separated by components and Stoer-Wagner ([`super::cuts`]), and
+//! blossom combs (`x(delta(H)) + sum x(delta(T_i)) >= 3k + 1`; valid for walks because a walk
+//! crosses every set at least as often as the Hamiltonian cycle its shortcut makes in the
+//! closure). Children re-solve warm from a clone of the parent's LP with one row added.
+//!
+//! # Branching
+//!
+//! A city whose LP degree is nearly odd (within 1/2 of 2k+1) splits into `degree <= 2k` /
+//! `degree >= 2k+2` (this cut the node counts tenfold at 12x12); otherwise the most fractional
+//! column (nearer side first). A subproblem is a list of such restrictions; a unit
+//! ([`super::unit`]) is a list of subproblems plus a cut pool and the global lower bound its
+//! creator knew, and units, checkpoints (the open subproblems every 5 s) and donations share
+//! that one encoding. [`super::pool`] holds the cuts and their codec (a city set as a `u16` list
+//! or a bitset, whichever is shorter); decoding checks every cut's shape (proper sets; a comb has
+//! an odd number >= 3 of disjoint two-vertex teeth each crossing the handle), so a payload can
+//! only name valid inequalities.
+//!
+//! # Distribution
+//!
+//! With `--split root` (the default) the campaign starts as one whole-problem unit; after its
+//! root LP it searches best-bound first until it has `--subtrees` open nodes (default 64) or a
+//! worker is idle, then donates every open node but the best as its own subtree unit and dives
+//! into the kept one with its warm LP. Every donated unit carries the cuts that were tight at
+//! the root LP, so it starts from the root's strong LP instead of separating everything again,
+//! and the smallest open-node bound (capped by the incumbent) as its `lower`. Running units still
+//! donate the shallower half of their DFS stack (at most 16 subtrees, the largest ones left)
+//! whenever the coordinator reports an idle worker. The incumbent reaches running units through
+//! `SolveContext::bound` (the worker's shared bound, fed by the `WatchBounds` stream), which the
+//! search re-reads before every prune. `--split endpoints` makes one unit per smallest walk end
+//! instead.
 
 use microlp::{ComparisonOp, LinearExpr, OptimizationDirection, Solution, Variable};
 use std::time::{Duration, Instant};

@@ -24,6 +24,75 @@
 //! coordinator ends
 //! N's campaign as soon as its incumbent reaches it. In a family (`--n-from A --n-to B`)
 //! every member after the first builds on the one before.
+//!
+//! # Where things are
+//!
+//! [`game`] holds the rules (replay verifier, ordering a pairing into a finished game).
+//! [`matching`] is a maximum-weight matching of the bipartite graph x - x/p (p prime; weight x,
+//! or x less a penalty) with its optimal duals, kept incrementally: fixing a matched pair keeps
+//! it optimal (fixing an unmatched one frees and re-settles its numbers' former mates), and
+//! excluding an edge re-settles its two ends with one Hungarian search each; a matching may carry
+//! a *shadow* (the same node on a reweighted graph, kept in step; the bound is the smaller of the
+//! two). [`search`] is the branch-and-bound: a node is fixed pairs + excluded edges, its bound
+//! the fixed score + the matching; an acyclic matching ("pair i before j when i's factor divides
+//! j's number") is the node's optimum (a leaf); otherwise a precedence cycle is chosen and child
+//! i fixes its non-fixed pairs e_0..e_{i-1} and excludes e_i. Exact campaigns branch strongly
+//! (`Sieve::exact_searcher`): up to 8 cycles are tried (each the one with the fewest non-fixed
+//! pairs through a cycle found without the pairs of those before), each child's bound computed,
+//! and the cycle with the fewest children whose bound reaches the starting game's score (then
+//! the least excess) is taken; the reference is a function of N, so the splitter, units and
+//! donation check see the same tree. Each cycle also offers its *cluster* children when every
+//! bijection of its numbers onto its factors is cyclic with the fixed pairs (a cover of the
+//! node's games that resolves both "rotations" at once), weighed like a partition. [`regions`]
+//! lowers a node's bound by what resolving up to 8 disjoint cycles must cost, priced from the
+//! matching's reduced costs by a small exact search per cycle (it only prunes). Both are on in
+//! exact campaigns (solver version 5; proofs in the modules' docs); `benches/sieve_tree.rs`
+//! measures a proof tree's shape. [`cuts`] derives *cluster cuts* (numbers S and factors T whose
+//! every bijection is cyclic: a game has at most |S| - 1 edges from S into T) from the root
+//! matching's cycles, with integer Lagrangian penalties from the dual LP (`microlp`): the
+//! penalized graph's matching plus the penalties' offset bounds every game.
+//! `Searcher::set_cut_penalties` bounds nodes by it through the shadow; it measured slower in
+//! campaigns, so exact campaigns leave it off. The root fixes (largest prime, 1). Nodes are named
+//! by paths (depth-first order = lexicographic order), so units, limits, checkpoints and donation
+//! work as in topswops.
+//!
+//! # Starting bound and splitting
+//!
+//! A deterministic probe search (20,000 nodes up to N = 1000, fewer above; a function of N only,
+//! so every coordinator derives the same units) gives the starting bound (`initial_bound` = its
+//! score - 1). When it reaches no leaf, the greedy repair of the root matching (play it in
+//! precedence order, drop the cheapest pair whenever a cycle blocks) is the starting game; for N
+//! in [`PROBE_LNS_RANGE`] a fixed-seed run of the anytime search ([`probe_lns`]: a chain from
+//! N - 50 and 1,000 steps) replaces it when better, also a function of N only. A tree the probe
+//! exhausts is one unit; otherwise the splitter expands the tree, largest bound first, until
+//! `--units` (default 256) open nodes, dropping nodes below the starting game.
+//!
+//! # Anytime mode in detail
+//!
+//! [`anytime`] and [`lns`]: an iterated large neighbourhood search in rounds. A step takes a
+//! region of the game (N/3 numbers, at most 300: a blob grown through the edges x - x/p, the
+//! multiples of a random d, a window of consecutive numbers, or a stretch of the band (N/3, N/2]
+//! with the doubles, triples and factors of its numbers; each number with its current partner),
+//! keeps the pairs outside it fixed, removes the unused numbers outside it, and repairs the
+//! region with the same branch-and-bound (`Searcher::restrict`, node budget 2,000), adopting any
+//! game at least as good. Every 64th step is a kick instead: from the best game seen, a region is
+//! repaired with two of its current pairs forbidden (`Searcher::exclude_at_root`), and the best
+//! game found is taken even when it loses up to 60 points (the unit keeps and reports its best
+//! game). Round 0's `--units` (default 4) build their starts along a chain from N - 50 (a game
+//! for m - 1 is legal on 1..=m: carry it, finish it, repair around m); later rounds start every
+//! unit from the incumbent (carried in the payload; the splitter waits at round ends,
+//! `split_from` sees the incumbent), and the campaign ends after 3 rounds without improvement. A
+//! unit's work is a step count in its payload (`--unit-seconds` converts to steps at a measured
+//! rate), never a clock, so replicas agree.
+//!
+//! # Records
+//!
+//! [`local`] runs a whole exact campaign in-process (tests, benchmark, `bench/sieve_record.sh`,
+//! which writes `records/sieve.tsv`: grind's proven optima with a game each, re-verified by the
+//! tests and compared with the published table `records/a019312.txt`). From N = 511 each row
+//! builds on the row before as a family member does (`local::prove_after`), stopping once a game
+//! reaches the ceiling; a row with 0 units was closed at the ceiling by its starting game and
+//! rests on the row before it.
 
 pub mod anytime;
 pub mod cuts;

@@ -9,6 +9,15 @@
 //!
 //! Heuristic mode (`--heuristic`, see [`heuristic`]) hunts records for large n instead, and
 //! `--contest primes` names the 2011 contest's family (one campaign per prime n in 2..97).
+//!
+//! Exact mode on the `Problem` interface: the splitter lists the path prefixes of the chosen
+//! direction's tree lazily, at a depth chosen from n (`--split-depth` overrides), and units are
+//! the subtrees below them ([`search`] holds the searcher: its two trees, pruning, deck kernels,
+//! ranges, checkpoints and donation). `--direction` picks the tree, by default from the target's
+//! distance to f(n-1) ([`search::Direction`]). Discovery starts from f(n-1) (the initial bound:
+//! only decks beating it matter); proof mode returns every deck reaching the target as a hit
+//! (a sample, checked by `verify_sample`). The coordinator re-scores every deck with the plain
+//! replay [`search::count_flips`].
 
 mod donation;
 pub mod heads;

@@ -5,6 +5,11 @@
 //!
 //! Nothing here verifies results for the coordinator: that is [`super::replay`], a plain
 //! replay written independently.
+//!
+//! Kernels: AVX-512 BW (`vpermw`, masked tails), AVX2 shuffles, or portable `slice::reverse`,
+//! chosen at run time. Feeding a head to a [`HeadState`] fills the hole on top with it and flips
+//! until a hole is on top again, so the continuations of one prefix share its flips; it can also
+//! track original positions, to write the deck out.
 
 use std::sync::OnceLock;
 

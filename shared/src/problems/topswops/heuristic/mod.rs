@@ -25,6 +25,20 @@
 //! Units carry their prefix (compact ranks, see [`codec`]); each worker keeps the states of
 //! recent prefixes, so a stage continues from the previous stage's state instead of
 //! replaying the whole prefix. The verifier is the plain replay of [`super::replay`].
+//!
+//! # Flags and defaults
+//!
+//! * Polishing ends after `--polish-stall` idle rounds (default and maximum [`MAX_STALL`]);
+//!   `--polish-stall 0 --rounds R` climbs right after growth.
+//! * Climb rounds run for as long as the campaign is given; `--rounds R` limits them and
+//!   `--strategy climb` starts with them (for example from an imported deck). A unit makes
+//!   `--budget` moves, by default [`default_budget`] (about 8e9 / n^2.3: some 5 s of a core);
+//!   its seed mixes the stage and the unit number ([`moves::mix`]), and seed and budget are in
+//!   its label.
+//! * Units checkpoint every 10 s, each time after reporting their best deck, so they resume.
+//! * `--contest primes` is `ProblemDef::family`: one member per prime n in 2..97, exact up to
+//!   `--exact-up-to` (default 11), heuristic above; `parse_submission` reads `c1,c2,...` lines
+//!   and `render` writes them.
 
 pub mod arrangement;
 pub mod climb;
