@@ -41,9 +41,10 @@
 //! signalling only the parent "sometimes didn't work"). Output over its limit: `SIGKILL` at
 //! once. When the solver process exits, whatever is left of its process group is killed with
 //! `SIGKILL` (strays do not outlive their solver); this is done before the solver is reaped,
-//! so the group ID cannot have been reused. A process that leaves the group (`setsid`) escapes
-//! this; the outcome then says its output pipe was held open (cgroups would close the gap but
-//! are v1 on the machines at hand).
+//! so the group ID cannot have been reused. A process that left the group (`setsid`) but kept
+//! the solver's stdout or stderr is found through `/proc/*/fd` (it holds the pipe) and killed
+//! too. One that left the group *and* closed both pipes (a deliberate daemon) escapes: cgroups
+//! would close that gap but are v1 on the machines at hand; Landlock still confines it.
 //!
 //! **Sandbox** ([`sandbox`]). Each process leads its own process group, has
 //! `PR_SET_PDEATHSIG(SIGKILL)` (it dies if the worker dies), `no_new_privs`, rlimits (CPU

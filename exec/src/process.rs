@@ -7,7 +7,7 @@
 //! process ID, which is the group ID, cannot be reused, so the group signal cannot hit an
 //! unrelated process.
 
-use std::io::{self, PipeReader, PipeWriter, Read, Write};
+use std::io::{self, PipeReader, PipeWriter, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -212,8 +212,6 @@ pub(crate) fn supervise(
                     .requested()
                     .unwrap_or(StopReason::Requested("stop".into())),
             };
-            let drained = (&*wake).read(&mut [0u8; 16]);
-            drop(drained);
             if !reason.immediate() {
                 kill_group(pid, libc::SIGTERM);
                 if let Woke::Exited = wait_event(&pidfd, None, Some(Instant::now() + grace)) {
@@ -266,4 +264,46 @@ fn reap(pid: i32) -> io::Result<(ExitKind, Duration, u64)> {
     let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
     let cpu = tv(usage.ru_utime) + tv(usage.ru_stime);
     Ok((exit, cpu, usage.ru_maxrss as u64 * 1024))
+}
+
+/// The inode of the pipe behind `fd` (both ends of a pipe share it).
+pub(crate) fn pipe_inode(fd: &impl AsRawFd) -> Option<u64> {
+    // SAFETY: fstat on a valid descriptor into a zeroed struct.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    (unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } == 0).then_some(st.st_ino)
+}
+
+/// Kills (`SIGKILL`) every other process holding one of the pipes `inodes` open, found by
+/// scanning `/proc/*/fd`: processes that left the solver's group (`setsid`) but kept its
+/// stdout or stderr. Returns their process IDs.
+pub(crate) fn kill_pipe_holders(inodes: &[u64]) -> Vec<i32> {
+    let me = std::process::id() as i32;
+    let wanted: Vec<String> = inodes.iter().map(|i| format!("pipe:[{i}]")).collect();
+    let mut killed = Vec::new();
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return killed;
+    };
+    for p in procs.flatten() {
+        let Some(pid) = p.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            continue;
+        };
+        if pid == me {
+            continue;
+        }
+        let Ok(fds) = std::fs::read_dir(p.path().join("fd")) else {
+            continue;
+        };
+        let holds = fds.flatten().any(|fd| {
+            std::fs::read_link(fd.path())
+                .ok()
+                .and_then(|t| t.to_str().map(|t| wanted.iter().any(|w| w == t)))
+                .unwrap_or(false)
+        });
+        if holds {
+            // SAFETY: kill with a positive pid.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            killed.push(pid);
+        }
+    }
+    killed
 }

@@ -29,6 +29,10 @@ pub const DEFAULT_GRACE: Duration = Duration::from_secs(5);
 /// means a process left the group (e.g. `setsid`) and still holds the pipe.
 const READER_WAIT: Duration = Duration::from_secs(2);
 
+/// How long the output readers may take to reach end of file after the group was killed
+/// before the processes still holding the pipes are looked for.
+const STRAY_WAIT: Duration = Duration::from_millis(200);
+
 /// Output limits.
 #[derive(Clone, Debug)]
 pub struct OutputLimits {
@@ -145,8 +149,10 @@ pub struct RunOutcome {
     pub stderr_tail: String,
     /// Number of protocol diagnostics (including those not passed on).
     pub diagnostics: u64,
-    /// A process outside the group still held an output pipe after the group was killed
-    /// (its further output is lost).
+    /// Processes that had left the solver's process group but held its stdout or stderr
+    /// open, found through `/proc` and killed.
+    pub strays_killed: usize,
+    /// An output pipe was still open even after that (its further output is lost).
     pub output_held_open: bool,
     /// What the sandbox applied.
     pub sandbox: SandboxReport,
@@ -296,6 +302,10 @@ pub fn spawn(
             let pid = child.id();
             let stdout = child.stdout.take().expect("stdout is piped");
             let stderr = child.stderr.take().expect("stderr is piped");
+            let pipes: Vec<u64> = [process::pipe_inode(&stdout), process::pipe_inode(&stderr)]
+                .into_iter()
+                .flatten()
+                .collect();
             let _ = started_tx.send(Ok((pid, child.stdin.take())));
             let readers =
                 start_readers(stdout, stderr, &spec.output, &thread_stop, start, on_event);
@@ -311,7 +321,13 @@ pub fn spawn(
                 source: e,
             })?;
             let wall_time = start.elapsed();
-            Ok(finish(supervised, readers, wall_time, thread_report))
+            Ok(finish(
+                supervised,
+                readers,
+                &pipes,
+                wall_time,
+                thread_report,
+            ))
         })
         .map_err(|e| Error::Spawn {
             program: spec.program.clone(),
@@ -441,16 +457,27 @@ fn start_readers(
     }
 }
 
+/// Collects the readers' results once the group is dead. Readers still waiting for end of
+/// file mean a process outside the group holds a pipe: such holders are killed.
 fn finish(
     s: Supervised,
     readers: Readers,
+    pipes: &[u64],
     wall_time: Duration,
     sandbox: SandboxReport,
 ) -> RunOutcome {
-    let until = Instant::now() + READER_WAIT;
-    let left = || until.saturating_duration_since(Instant::now());
-    let out = readers.stdout.recv_timeout(left());
-    let err = readers.stderr.recv_timeout(left());
+    let out = readers.stdout.recv_timeout(STRAY_WAIT);
+    let err = readers.stderr.recv_timeout(STRAY_WAIT);
+    let mut strays_killed = 0;
+    let (out, err) = if out.is_ok() && err.is_ok() {
+        (out, err)
+    } else {
+        strays_killed = process::kill_pipe_holders(pipes).len();
+        (
+            out.or_else(|_| readers.stdout.recv_timeout(READER_WAIT)),
+            err.or_else(|_| readers.stderr.recv_timeout(READER_WAIT)),
+        )
+    };
     let output_held_open = out.is_err() || err.is_err();
     let out = out.unwrap_or_default();
     let err = err.unwrap_or_default();
@@ -468,6 +495,7 @@ fn finish(
         stderr_tail: String::from_utf8_lossy(&err.kept).into_owned(),
         diagnostics: out.diagnostics,
         output_held_open,
+        strays_killed,
         sandbox,
     }
 }
