@@ -89,7 +89,7 @@ pub enum Diagnostic {
     /// A `g` line with an unknown key or a bad value.
     InvalidGrindLine { line: u64, text: String },
     /// A line longer than the limit (it was skipped).
-    LineTooLong { line: u64, len: usize, max: usize },
+    LineTooLong { line: u64, max: usize },
     /// A line that is not valid UTF-8 (it was skipped).
     InvalidUtf8 { line: u64 },
     /// The output ended in the middle of a line (it was ignored).
@@ -116,8 +116,8 @@ impl fmt::Display for Diagnostic {
                 f,
                 "line {line}: bad grind line {text:?} (expected `g progress <0..1>`, `g count <n>` or `g checkpoint`)"
             ),
-            Diagnostic::LineTooLong { line, len, max } => {
-                write!(f, "line {line}: {len}+ bytes, longer than the limit of {max}; skipped")
+            Diagnostic::LineTooLong { line, max } => {
+                write!(f, "line {line}: longer than the limit of {max} bytes; skipped")
             }
             Diagnostic::InvalidUtf8 { line } => write!(f, "line {line}: not UTF-8; skipped"),
             Diagnostic::UnterminatedLine { line } => {
@@ -209,13 +209,11 @@ impl Parser {
             if !self.skipping {
                 if self.buf.len() + part.len() > self.max_line {
                     self.skipping = true;
-                    let len = self.buf.len() + part.len();
                     self.buf.clear();
                     self.line_no += 1;
                     let line = self.line_no;
                     events.push(Event::Diagnostic(Diagnostic::LineTooLong {
                         line,
-                        len,
                         max: self.max_line,
                     }));
                     self.broken_line(line, "it contains a line that was too long", &mut events);

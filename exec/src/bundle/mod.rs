@@ -11,9 +11,9 @@
 //! ```text
 //! grind-bundle 1
 //! d <path>                          a directory
-//! f <mode> <size> <path>            a regular file, followed by its <size> bytes;
+//! f <mode> <size> <path>            a regular file, followed directly by its <size> bytes;
 //!                                   <mode> is 755 if any execute bit is set, else 644
-//! l <size> <path>                   a symbolic link, followed by its <size>-byte target
+//! l <size> <path>                   a symbolic link, followed directly by its <size>-byte target
 //! end
 //! ```
 //!
