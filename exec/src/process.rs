@@ -200,7 +200,15 @@ pub(crate) fn supervise(
     grace: Duration,
 ) -> io::Result<Supervised> {
     let pid = pid as i32;
-    let pidfd = pidfd_open(pid)?;
+    let pidfd = match pidfd_open(pid) {
+        Ok(fd) => fd,
+        Err(e) => {
+            // Never leave a process unsupervised (pidfd_open needs Linux >= 5.3).
+            kill_group(pid, libc::SIGKILL);
+            let _ = reap(pid);
+            return Err(e);
+        }
+    };
     let mut killed = false;
     let mut reason = StopReason::Exited;
     match wait_event(&pidfd, Some(wake), deadline) {
@@ -287,7 +295,9 @@ pub(crate) fn kill_pipe_holders(inodes: &[u64]) -> Vec<i32> {
         let Some(pid) = p.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
             continue;
         };
-        if pid == me {
+        // Our own children are other runs being started (between fork and exec they still
+        // hold copies of every descriptor); a solver's descendants never are, once it is gone.
+        if pid == me || parent_of(pid) == Some(me) {
             continue;
         }
         let Ok(fds) = std::fs::read_dir(p.path().join("fd")) else {
@@ -306,4 +316,12 @@ pub(crate) fn kill_pipe_holders(inodes: &[u64]) -> Vec<i32> {
         }
     }
     killed
+}
+
+/// The parent process ID of `pid`, from `/proc/<pid>/stat`.
+fn parent_of(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may contain spaces and parentheses: fields resume after the last ')'.
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.split_whitespace().nth(1)?.parse().ok()
 }

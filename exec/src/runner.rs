@@ -257,6 +257,10 @@ pub fn spawn(
     policy.read_only.push(dirs.control.clone());
     policy.read_only.extend(spec.bundle_dir.iter().cloned());
     policy.read_only.extend(spec.unit.instance.iter().cloned());
+    if spec.program.exists() {
+        // The program itself, wherever it is (usually inside the bundle already).
+        policy.read_only.push(spec.program.clone());
+    }
     let prepared = policy.prepare()?;
     let report = prepared.report().clone();
 
@@ -416,41 +420,56 @@ fn start_readers(
     let limits = limits.clone();
     let out_stop = stop.clone();
     let err_stop = stop.clone();
-    std::thread::spawn(move || {
-        let mut parser = Parser::new(limits.max_line);
-        let mut state = StdoutState {
-            on_event,
-            max_diagnostics: limits.max_diagnostics,
-            start,
-            summary: StdoutSummary::default(),
-        };
-        let collected = output::collect(
-            stdout,
-            "stdout",
-            limits.stdout_bytes,
-            Keep::Head(0),
-            &out_stop,
-            |chunk| state.handle(parser.feed(chunk)),
-        );
-        if !collected.overflowed {
-            state.handle(parser.finish());
-        }
-        let mut summary = state.summary;
-        summary.collected = collected;
-        let _ = out_tx.send(summary);
-    });
+    let spawned = std::thread::Builder::new()
+        .name("grind-exec-stdout".into())
+        .spawn(move || {
+            let mut parser = Parser::new(limits.max_line);
+            let mut state = StdoutState {
+                on_event,
+                max_diagnostics: limits.max_diagnostics,
+                start,
+                summary: StdoutSummary::default(),
+            };
+            let collected = output::collect(
+                stdout,
+                "stdout",
+                limits.stdout_bytes,
+                Keep::Head(0),
+                &out_stop,
+                |chunk| state.handle(parser.feed(chunk)),
+            );
+            if !collected.overflowed {
+                state.handle(parser.finish());
+            }
+            let mut summary = state.summary;
+            summary.collected = collected;
+            let _ = out_tx.send(summary);
+        });
+    if let Err(e) = spawned {
+        // Without a reader the solver's output goes nowhere: stop it.
+        stop.stop(StopReason::Requested(format!(
+            "no stdout reader thread: {e}"
+        )));
+    }
     let (err_limit, tail) = (limits.stderr_bytes, limits.stderr_tail);
-    std::thread::spawn(move || {
-        let c = output::collect(
-            stderr,
-            "stderr",
-            err_limit,
-            Keep::Tail(tail),
-            &err_stop,
-            |_| {},
-        );
-        let _ = err_tx.send(c);
-    });
+    let spawned = std::thread::Builder::new()
+        .name("grind-exec-stderr".into())
+        .spawn(move || {
+            let c = output::collect(
+                stderr,
+                "stderr",
+                err_limit,
+                Keep::Tail(tail),
+                &err_stop,
+                |_| {},
+            );
+            let _ = err_tx.send(c);
+        });
+    if let Err(e) = spawned {
+        stop.stop(StopReason::Requested(format!(
+            "no stderr reader thread: {e}"
+        )));
+    }
     Readers {
         stdout: out_rx,
         stderr: err_rx,
