@@ -146,7 +146,7 @@ fn sigterm_at_the_time_limit_keeps_the_final_model() {
     let dir = tempfile::tempdir().unwrap();
     let mut s = spec("maxsat_ls.py", dir.path());
     s.args = vec![fixture("tiny.wcnf").into(), "--forever".into()];
-    s.time_limit = Some(Duration::from_millis(1500));
+    s.time_limit = Some(Duration::from_secs(3));
     s.grace = Duration::from_secs(10);
     let (events, out) = run(s);
     assert_eq!(out.stop, StopReason::TimeLimit);
