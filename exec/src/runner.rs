@@ -139,6 +139,11 @@ pub struct RunOutcome {
     pub max_rss_bytes: u64,
     /// The last complete solution printed (what counts for the unit).
     pub last_solution: Option<Solution>,
+    /// The last solution was completed only by the end of output, and the solver died of a
+    /// signal (e.g. `SIGKILL` after the grace period): with several `v` lines per model it
+    /// may have been cut between lines. Check it, but an "invalid" verdict on it is no proof
+    /// of a false claim.
+    pub last_solution_cut_by_kill: bool,
     /// The last `s` line.
     pub status: Option<Status>,
     /// Bytes written to stdout.
@@ -368,6 +373,8 @@ pub fn spawn(
 struct StdoutSummary {
     collected: Collected,
     last_solution: Option<Solution>,
+    /// The last solution was completed by the end of output.
+    last_at_eof: bool,
     status: Option<Status>,
     diagnostics: u64,
 }
@@ -381,10 +388,13 @@ struct StdoutState<F> {
 }
 
 impl<F: FnMut(SolverEvent)> StdoutState<F> {
-    fn handle(&mut self, events: Vec<Event>) {
+    fn handle(&mut self, events: Vec<Event>, at_eof: bool) {
         for event in events {
             match &event {
-                Event::Solution(s) => self.summary.last_solution = Some(s.clone()),
+                Event::Solution(s) => {
+                    self.summary.last_solution = Some(s.clone());
+                    self.summary.last_at_eof = at_eof;
+                }
                 Event::Status(s) => self.summary.status = Some(*s),
                 Event::Diagnostic(_) => {
                     self.summary.diagnostics += 1;
@@ -436,10 +446,10 @@ fn start_readers(
                 limits.stdout_bytes,
                 Keep::Head(0),
                 &out_stop,
-                |chunk| state.handle(parser.feed(chunk)),
+                |chunk| state.handle(parser.feed(chunk), false),
             );
             if !collected.overflowed {
-                state.handle(parser.finish());
+                state.handle(parser.finish(), true);
             }
             let mut summary = state.summary;
             summary.collected = collected;
@@ -507,6 +517,8 @@ fn finish(
         wall_time,
         cpu_time: s.cpu_time,
         max_rss_bytes: s.max_rss_bytes,
+        last_solution_cut_by_kill: out.last_at_eof
+            && (s.killed || matches!(s.exit, ExitKind::Signal(_))),
         last_solution: out.last_solution,
         status: out.status,
         stdout_bytes: out.collected.total,

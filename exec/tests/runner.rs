@@ -152,6 +152,7 @@ fn sigterm_at_the_time_limit_keeps_the_final_model() {
     assert_eq!(out.stop, StopReason::TimeLimit);
     assert!(!out.killed, "it exits on SIGTERM: {}", out.describe());
     assert_eq!(out.exit, ExitKind::Code(10));
+    assert!(!out.last_solution_cut_by_kill);
     let sol = out.last_solution.expect("model printed at SIGTERM");
     assert_eq!(solutions(&events).last(), Some(&sol));
 }
@@ -168,8 +169,9 @@ fn a_solver_ignoring_sigterm_is_killed_after_the_grace_period() {
     assert_eq!(out.exit, ExitKind::Signal(libc::SIGKILL));
     assert!(out.describe().contains("SIGKILL"), "{}", out.describe());
     assert!(out.wall_time >= Duration::from_millis(1100));
-    // Its model was complete at EOF after the kill.
+    // Its model was completed by the end of output after the kill, and is flagged so.
     assert_eq!(out.last_solution.map(|s| s.claimed), Some(5));
+    assert!(out.last_solution_cut_by_kill);
     assert!(comments(&events).contains(&"ready".to_string()));
 }
 
