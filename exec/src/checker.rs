@@ -18,6 +18,10 @@
 //! exception, `set -e` in a shell script and most crashing programs exit with, and a broken
 //! checker must never become a strike against a worker. 43 is Kattis's "reject".
 //!
+//! To catch a broken checker before any worker starts, run [`check`] once on a sample
+//! solution or an empty file: [`Verdict::Valid`] or [`Verdict::Invalid`] show it judges,
+//! [`Verdict::CheckerFailed`] that it is broken.
+//!
 //! Blocking: run it off the async runtime (`spawn_blocking`, or a rayon/plain thread). The
 //! checker process is started from the calling thread, which waits for it.
 

@@ -7,7 +7,7 @@
 //! | module | job |
 //! |---|---|
 //! | [`protocol`] | parse a solver's stdout (MaxSAT Evaluation format + `g` lines) into events |
-//! | [`env`] | the environment variables a solver gets |
+//! | [`env`](mod@env) | the environment variables a solver gets |
 //! | [`sandbox`] | process group, `no_new_privs`, rlimits, Landlock, network namespace |
 //! | [`runner`] | start a solver, stream its events, enforce limits, stop it, report the outcome |
 //! | [`bound`] | feed the campaign's best cost into a running solver (stdin + bound file) |
@@ -26,7 +26,7 @@
 //! FOUND` is recorded as the solver's claim only. A solution's text is its `v` lines exactly
 //! as printed; that is what the checker reads and what export writes.
 //!
-//! **Environment** ([`env`]). A clean environment: `GRIND_PROTOCOL`, `GRIND_UNIT`,
+//! **Environment** ([`env`](mod@env)). A clean environment: `GRIND_PROTOCOL`, `GRIND_UNIT`,
 //! `GRIND_SEED`, `GRIND_TIME_LIMIT`, `GRIND_THREADS`, `GRIND_INSTANCE`, `GRIND_WORK_DIR`,
 //! `GRIND_CHECKPOINT_DIR`, `GRIND_BOUND_FILE` (with the bound feed), `HOME`, `TMPDIR`, `PATH`,
 //! `LANG`, plus the campaign's extra variables.

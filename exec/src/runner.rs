@@ -177,7 +177,13 @@ impl RunOutcome {
         } else {
             ""
         };
-        format!("{why}{kill}; {}", self.exit)
+        let meaning = match self.exit {
+            ExitKind::Code(10) => " (MaxSAT Evaluation: solution found)",
+            ExitKind::Code(20) => " (MaxSAT Evaluation: unsatisfiable)",
+            ExitKind::Code(30) => " (MaxSAT Evaluation: optimum found)",
+            _ => "",
+        };
+        format!("{why}{kill}; {}{meaning}", self.exit)
     }
 }
 

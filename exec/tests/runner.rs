@@ -75,6 +75,11 @@ fn maxsat_solver_unmodified_model_once_at_the_end() {
     let (events, out) = run(s);
     assert_eq!(out.stop, StopReason::Exited, "{}", out.describe());
     assert_eq!(out.exit, ExitKind::Code(10), "MSE exit code for a solution");
+    assert!(
+        out.describe().contains("solution found"),
+        "{}",
+        out.describe()
+    );
     let costs: Vec<i64> = events
         .iter()
         .filter_map(|e| match e.event {
