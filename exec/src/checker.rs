@@ -72,6 +72,8 @@ pub enum CheckerFailure {
     TimedOut(Duration),
     /// It wrote more than allowed.
     OutputLimit,
+    /// Its resident memory went over the limit (bytes) and it was killed.
+    MemoryLimit(u64),
     /// It ended with an exit code other than 0 or 43, or a signal.
     Exit {
         /// How it ended.
@@ -92,6 +94,9 @@ impl std::fmt::Display for CheckerFailure {
             CheckerFailure::Spawn(e) => write!(f, "checker could not start: {e}"),
             CheckerFailure::TimedOut(t) => {
                 write!(f, "checker ran past its time limit of {t:?} and was killed")
+            }
+            CheckerFailure::MemoryLimit(b) => {
+                write!(f, "checker went over its memory limit of {} MiB", b >> 20)
             }
             CheckerFailure::OutputLimit => {
                 write!(f, "checker wrote more than {STDOUT_LIMIT} bytes")
@@ -213,7 +218,10 @@ pub fn check(spec: &CheckerSpec) -> Result<CheckReport> {
         child.id(),
         &stop,
         &wake,
-        Some(started + spec.time_limit),
+        process::Watch {
+            deadline: Some(started + spec.time_limit),
+            rss_limit: spec.sandbox.limits.rss_bytes,
+        },
         GRACE,
     )
     .map_err(|e| Error::Spawn {
@@ -229,6 +237,7 @@ pub fn check(spec: &CheckerSpec) -> Result<CheckReport> {
             Verdict::CheckerFailed(CheckerFailure::TimedOut(spec.time_limit))
         }
         (StopReason::OutputLimit(_), _) => Verdict::CheckerFailed(CheckerFailure::OutputLimit),
+        (StopReason::MemoryLimit(b), _) => Verdict::CheckerFailed(CheckerFailure::MemoryLimit(b)),
         (_, ExitKind::Code(0)) => judge_score(&stdout),
         (_, ExitKind::Code(EXIT_INVALID)) => Verdict::Invalid {
             reason: if stdout.trim().is_empty() {

@@ -49,7 +49,9 @@
 //! **Sandbox** ([`sandbox`]). Each process leads its own process group, has
 //! `PR_SET_PDEATHSIG(SIGKILL)` (it dies if the worker dies), `no_new_privs`, rlimits (CPU
 //! time, memory as `RLIMIT_AS` or `RLIMIT_DATA` — address-space limits break the JVM, Go and
-//! ASan [research §4] —, open files, file size, no core dumps), a private work directory and,
+//! ASan [research §4] —, open files, file size, no core dumps), optionally a resident-memory
+//! limit on the whole group measured every 200 ms (runsolver's `-R`; cgroup `memory.max`
+//! would be better but cgroups are v1 here), a private work directory and,
 //! where the kernel has it, a Landlock rule set: system directories and the bundle read-only,
 //! work and checkpoint directories read-write, nothing else; signals and abstract UNIX
 //! sockets scoped to the sandbox (ABI >= 6). Optionally a new user + network namespace cuts
@@ -78,6 +80,7 @@ pub mod checker;
 pub mod env;
 mod error;
 mod output;
+mod proc_scan;
 pub mod process;
 pub mod protocol;
 pub mod runner;

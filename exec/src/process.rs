@@ -7,6 +7,7 @@
 //! process ID, which is the group ID, cannot be reused, so the group signal cannot hit an
 //! unrelated process.
 
+use crate::proc_scan;
 use std::io::{self, PipeReader, PipeWriter, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::{Arc, Mutex};
@@ -23,12 +24,17 @@ pub enum StopReason {
     Requested(String),
     /// It wrote more than allowed on the named stream (`stdout` or `stderr`): killed at once.
     OutputLimit(&'static str),
+    /// The resident memory of its process group went over this many bytes: killed at once.
+    MemoryLimit(u64),
 }
 
 impl StopReason {
     /// Whether the process is killed without a grace period.
     fn immediate(&self) -> bool {
-        matches!(self, StopReason::OutputLimit(_))
+        matches!(
+            self,
+            StopReason::OutputLimit(_) | StopReason::MemoryLimit(_)
+        )
     }
 }
 
@@ -187,16 +193,29 @@ fn wait_event(pidfd: &OwnedFd, wake: Option<&PipeReader>, until: Option<Instant>
     }
 }
 
+/// What the supervisor watches besides stop requests.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Watch {
+    /// The wall-clock limit.
+    pub deadline: Option<Instant>,
+    /// The resident-memory limit of the whole group, polled every [`RSS_POLL`].
+    pub rss_limit: Option<u64>,
+}
+
+/// How often the group's resident memory is measured when it has a limit.
+pub const RSS_POLL: Duration = Duration::from_millis(200);
+
 /// Supervises process-group leader `pid` until it has ended and been reaped.
 ///
-/// Stops it at `deadline` (with [`StopReason::TimeLimit`]) or when `stop` is asked: `SIGTERM`
-/// to the group, `grace`, then `SIGKILL` to the group (output-limit stops get `SIGKILL` at
-/// once). When the leader has exited, whatever is left of its group gets `SIGKILL`.
+/// Stops it at the deadline (with [`StopReason::TimeLimit`]) or when `stop` is asked:
+/// `SIGTERM` to the group, `grace`, then `SIGKILL` to the group (output- and memory-limit
+/// stops get `SIGKILL` at once). When the leader has exited, whatever is left of its group
+/// gets `SIGKILL`.
 pub(crate) fn supervise(
     pid: u32,
     stop: &StopHandle,
     wake: &PipeReader,
-    deadline: Option<Instant>,
+    watch: Watch,
     grace: Duration,
 ) -> io::Result<Supervised> {
     let pid = pid as i32;
@@ -211,29 +230,18 @@ pub(crate) fn supervise(
     };
     let mut killed = false;
     let mut reason = StopReason::Exited;
-    match wait_event(&pidfd, Some(wake), deadline) {
-        Woke::Exited => {}
-        woke => {
-            reason = match woke {
-                Woke::Timeout => StopReason::TimeLimit,
-                _ => stop
-                    .requested()
-                    .unwrap_or(StopReason::Requested("stop".into())),
-            };
-            if !reason.immediate() {
-                kill_group(pid, libc::SIGTERM);
-                if let Woke::Exited = wait_event(&pidfd, None, Some(Instant::now() + grace)) {
-                    // Exited within the grace period.
-                } else {
-                    killed = true;
-                }
-            } else {
-                killed = true;
-            }
-            if killed {
-                kill_group(pid, libc::SIGKILL);
-                wait_event(&pidfd, None, None);
-            }
+    if let Some(stop_reason) = watch_until_stop(pid, &pidfd, stop, wake, watch) {
+        reason = stop_reason;
+        if !reason.immediate() {
+            kill_group(pid, libc::SIGTERM);
+            let until = Some(Instant::now() + grace);
+            killed = !matches!(wait_event(&pidfd, None, until), Woke::Exited);
+        } else {
+            killed = true;
+        }
+        if killed {
+            kill_group(pid, libc::SIGKILL);
+            wait_event(&pidfd, None, None);
         }
     }
     // The leader is a zombie now: its group ID cannot be reused until it is reaped.
@@ -246,6 +254,42 @@ pub(crate) fn supervise(
         cpu_time,
         max_rss_bytes,
     })
+}
+
+/// Waits until the leader exits (`None`) or a reason to stop it arises.
+fn watch_until_stop(
+    pid: i32,
+    pidfd: &OwnedFd,
+    stop: &StopHandle,
+    wake: &PipeReader,
+    watch: Watch,
+) -> Option<StopReason> {
+    loop {
+        let poll = watch.rss_limit.map(|_| Instant::now() + RSS_POLL);
+        let until = match (watch.deadline, poll) {
+            (Some(d), Some(p)) => Some(d.min(p)),
+            (d, p) => d.or(p),
+        };
+        match wait_event(pidfd, Some(wake), until) {
+            Woke::Exited => return None,
+            Woke::Request => {
+                return Some(
+                    stop.requested()
+                        .unwrap_or(StopReason::Requested("stop".into())),
+                )
+            }
+            Woke::Timeout => {
+                if watch.deadline.is_some_and(|d| Instant::now() >= d) {
+                    return Some(StopReason::TimeLimit);
+                }
+                if let Some(limit) = watch.rss_limit {
+                    if proc_scan::group_rss_bytes(pid) > limit {
+                        return Some(StopReason::MemoryLimit(limit));
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// Reaps `pid` with `wait4`, returning its end and resource usage.
@@ -272,56 +316,4 @@ fn reap(pid: i32) -> io::Result<(ExitKind, Duration, u64)> {
     let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
     let cpu = tv(usage.ru_utime) + tv(usage.ru_stime);
     Ok((exit, cpu, usage.ru_maxrss as u64 * 1024))
-}
-
-/// The inode of the pipe behind `fd` (both ends of a pipe share it).
-pub(crate) fn pipe_inode(fd: &impl AsRawFd) -> Option<u64> {
-    // SAFETY: fstat on a valid descriptor into a zeroed struct.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    (unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } == 0).then_some(st.st_ino)
-}
-
-/// Kills (`SIGKILL`) every other process holding one of the pipes `inodes` open, found by
-/// scanning `/proc/*/fd`: processes that left the solver's group (`setsid`) but kept its
-/// stdout or stderr. Returns their process IDs.
-pub(crate) fn kill_pipe_holders(inodes: &[u64]) -> Vec<i32> {
-    let me = std::process::id() as i32;
-    let wanted: Vec<String> = inodes.iter().map(|i| format!("pipe:[{i}]")).collect();
-    let mut killed = Vec::new();
-    let Ok(procs) = std::fs::read_dir("/proc") else {
-        return killed;
-    };
-    for p in procs.flatten() {
-        let Some(pid) = p.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
-            continue;
-        };
-        // Our own children are other runs being started (between fork and exec they still
-        // hold copies of every descriptor); a solver's descendants never are, once it is gone.
-        if pid == me || parent_of(pid) == Some(me) {
-            continue;
-        }
-        let Ok(fds) = std::fs::read_dir(p.path().join("fd")) else {
-            continue;
-        };
-        let holds = fds.flatten().any(|fd| {
-            std::fs::read_link(fd.path())
-                .ok()
-                .and_then(|t| t.to_str().map(|t| wanted.iter().any(|w| w == t)))
-                .unwrap_or(false)
-        });
-        if holds {
-            // SAFETY: kill with a positive pid.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-            killed.push(pid);
-        }
-    }
-    killed
-}
-
-/// The parent process ID of `pid`, from `/proc/<pid>/stat`.
-fn parent_of(pid: i32) -> Option<i32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name may contain spaces and parentheses: fields resume after the last ')'.
-    let (_, rest) = stat.rsplit_once(')')?;
-    rest.split_whitespace().nth(1)?.parse().ok()
 }

@@ -11,6 +11,7 @@ use crate::bound::{BoundFeed, Objective};
 use crate::env::{self, RunDirs, UnitEnv};
 use crate::error::{Error, Result};
 use crate::output::{self, Collected, Keep};
+use crate::proc_scan;
 use crate::process::{self, ExitKind, StopHandle, StopReason, Supervised};
 use crate::protocol::{self, Event, Parser, Solution, Status};
 use crate::sandbox::{SandboxPolicy, SandboxReport};
@@ -171,8 +172,16 @@ impl RunOutcome {
             StopReason::TimeLimit => "stopped at its time limit".to_string(),
             StopReason::Requested(r) => format!("stopped on request ({r})"),
             StopReason::OutputLimit(s) => format!("killed: wrote more than its {s} limit"),
+            StopReason::MemoryLimit(b) => format!(
+                "killed: its processes' resident memory went over {} MiB",
+                b >> 20
+            ),
         };
-        let kill = if self.killed && !matches!(self.stop, StopReason::OutputLimit(_)) {
+        let immediate = matches!(
+            self.stop,
+            StopReason::OutputLimit(_) | StopReason::MemoryLimit(_)
+        );
+        let kill = if self.killed && !immediate {
             ", SIGKILL after ignoring SIGTERM for the grace period"
         } else {
             ""
@@ -317,10 +326,13 @@ pub fn spawn(
             let pid = child.id();
             let stdout = child.stdout.take().expect("stdout is piped");
             let stderr = child.stderr.take().expect("stderr is piped");
-            let pipes: Vec<u64> = [process::pipe_inode(&stdout), process::pipe_inode(&stderr)]
-                .into_iter()
-                .flatten()
-                .collect();
+            let pipes: Vec<u64> = [
+                proc_scan::pipe_inode(&stdout),
+                proc_scan::pipe_inode(&stderr),
+            ]
+            .into_iter()
+            .flatten()
+            .collect();
             let _ = started_tx.send(Ok((pid, child.stdin.take())));
             let readers =
                 start_readers(stdout, stderr, &spec.output, &thread_stop, start, on_event);
@@ -328,7 +340,10 @@ pub fn spawn(
                 pid,
                 &thread_stop,
                 &wake,
-                spec.time_limit.map(|t| start + t),
+                process::Watch {
+                    deadline: spec.time_limit.map(|t| start + t),
+                    rss_limit: spec.sandbox.limits.rss_bytes,
+                },
                 spec.grace,
             )
             .map_err(|e| Error::Spawn {
@@ -507,7 +522,7 @@ fn finish(
     let (out, err) = if out.is_ok() && err.is_ok() {
         (out, err)
     } else {
-        strays_killed = process::kill_pipe_holders(pipes).len();
+        strays_killed = proc_scan::kill_pipe_holders(pipes).len();
         (
             out.or_else(|_| readers.stdout.recv_timeout(READER_WAIT)),
             err.or_else(|_| readers.stderr.recv_timeout(READER_WAIT)),

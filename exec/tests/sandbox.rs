@@ -142,3 +142,36 @@ fn the_report_says_what_was_applied() {
         assert!(summary.contains(part), "{summary}");
     }
 }
+
+#[test]
+fn the_resident_memory_limit_kills_the_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = spec("rss_hog.py", dir.path());
+    s.sandbox.limits.rss_bytes = Some(256 << 20);
+    let (events, out) = run(s);
+    assert_eq!(
+        out.stop,
+        StopReason::MemoryLimit(256 << 20),
+        "{}",
+        out.describe()
+    );
+    assert!(out.killed);
+    assert!(
+        out.describe().contains("resident memory"),
+        "{}",
+        out.describe()
+    );
+    // It was stopped soon after passing the limit (polled every 200 ms), long before 2 GiB.
+    let held: Vec<u64> = comments(&events)
+        .iter()
+        .filter_map(|c| {
+            c.strip_prefix("holding ")?
+                .strip_suffix(" MiB")?
+                .parse()
+                .ok()
+        })
+        .collect();
+    let most = held.iter().max().copied().unwrap_or(0);
+    assert!((128..2048).contains(&most), "{held:?}");
+    assert_eq!(out.last_solution.map(|s| s.claimed), Some(2));
+}

@@ -54,6 +54,10 @@ pub struct Limits {
     pub open_files: Option<u64>,
     /// Largest file the process may write, in bytes (`RLIMIT_FSIZE`; `SIGXFSZ` beyond).
     pub file_size_bytes: Option<u64>,
+    /// Resident memory of the whole process group, in bytes: not an rlimit but measured by
+    /// the supervisor every 200 ms (as runsolver's `-R`); over it, the group is killed. Works
+    /// for runtimes that reserve address space up front, unlike [`Limits::memory_bytes`].
+    pub rss_bytes: Option<u64>,
 }
 
 impl Default for Limits {
@@ -65,6 +69,7 @@ impl Default for Limits {
             memory_kind: MemoryLimitKind::AddressSpace,
             open_files: Some(1024),
             file_size_bytes: Some(1 << 30),
+            rss_bytes: None,
         }
     }
 }
@@ -157,6 +162,9 @@ impl SandboxReport {
                 MemoryLimitKind::Data => "data",
             };
             parts.push(format!("mem({kind}) {} MiB", m >> 20));
+        }
+        if let Some(r) = l.rss_bytes {
+            parts.push(format!("rss {} MiB (polled)", r >> 20));
         }
         if let Some(n) = l.open_files {
             parts.push(format!("nofile {n}"));
