@@ -7,13 +7,17 @@
 //! non-blocking `send`). The process is started *from the supervisor thread*, which lives
 //! until the process is reaped: the parent-death signal is tied to the spawning thread.
 
+mod outcome;
+mod readers;
+
+pub use outcome::RunOutcome;
+
 use crate::bound::{BoundFeed, Objective};
 use crate::env::{self, RunDirs, UnitEnv};
 use crate::error::{Error, Result};
-use crate::output::{self, Collected, Keep};
 use crate::proc_scan;
-use crate::process::{self, ExitKind, StopHandle, StopReason, Supervised};
-use crate::protocol::{self, Event, Parser, Solution, Status};
+use crate::process::{self, StopHandle};
+use crate::protocol::{self, Event};
 use crate::sandbox::{SandboxPolicy, SandboxReport};
 use std::ffi::OsString;
 use std::os::unix::fs::DirBuilderExt;
@@ -25,14 +29,6 @@ use std::time::{Duration, Instant};
 
 /// Default grace period between `SIGTERM` and `SIGKILL`.
 pub const DEFAULT_GRACE: Duration = Duration::from_secs(5);
-
-/// How long the output readers may take to reach end of file once the group is dead. Longer
-/// means a process left the group (e.g. `setsid`) and still holds the pipe.
-const READER_WAIT: Duration = Duration::from_secs(2);
-
-/// How long the output readers may take to reach end of file after the group was killed
-/// before the processes still holding the pipes are looked for.
-const STRAY_WAIT: Duration = Duration::from_millis(200);
 
 /// Output limits.
 #[derive(Clone, Debug)]
@@ -121,79 +117,6 @@ pub struct SolverEvent {
     pub at: Duration,
     /// The event.
     pub event: Event,
-}
-
-/// How a run ended.
-#[derive(Clone, Debug)]
-pub struct RunOutcome {
-    /// Why it stopped.
-    pub stop: StopReason,
-    /// `SIGKILL` was needed (it ignored `SIGTERM` for the grace period, or output overflow).
-    pub killed: bool,
-    /// How the solver process ended.
-    pub exit: ExitKind,
-    /// Wall time from spawn to reaping.
-    pub wall_time: Duration,
-    /// CPU time of the solver process (not of its children).
-    pub cpu_time: Duration,
-    /// Peak resident set of the solver process.
-    pub max_rss_bytes: u64,
-    /// The last complete solution printed (what counts for the unit).
-    pub last_solution: Option<Solution>,
-    /// The last solution was completed only by the end of output, and the solver died of a
-    /// signal (e.g. `SIGKILL` after the grace period): with several `v` lines per model it
-    /// may have been cut between lines. Check it, but an "invalid" verdict on it is no proof
-    /// of a false claim.
-    pub last_solution_cut_by_kill: bool,
-    /// The last `s` line.
-    pub status: Option<Status>,
-    /// Bytes written to stdout.
-    pub stdout_bytes: u64,
-    /// Bytes written to stderr.
-    pub stderr_bytes: u64,
-    /// The end of stderr (lossy UTF-8).
-    pub stderr_tail: String,
-    /// Number of protocol diagnostics (including those not passed on).
-    pub diagnostics: u64,
-    /// Processes that had left the solver's process group but held its stdout or stderr
-    /// open, found through `/proc` and killed.
-    pub strays_killed: usize,
-    /// An output pipe was still open even after that (its further output is lost).
-    pub output_held_open: bool,
-    /// What the sandbox applied.
-    pub sandbox: SandboxReport,
-}
-
-impl RunOutcome {
-    /// One sentence: why it stopped and how it ended.
-    pub fn describe(&self) -> String {
-        let why = match &self.stop {
-            StopReason::Exited => "exited by itself".to_string(),
-            StopReason::TimeLimit => "stopped at its time limit".to_string(),
-            StopReason::Requested(r) => format!("stopped on request ({r})"),
-            StopReason::OutputLimit(s) => format!("killed: wrote more than its {s} limit"),
-            StopReason::MemoryLimit(b) => format!(
-                "killed: its processes' resident memory went over {} MiB",
-                b >> 20
-            ),
-        };
-        let immediate = matches!(
-            self.stop,
-            StopReason::OutputLimit(_) | StopReason::MemoryLimit(_)
-        );
-        let kill = if self.killed && !immediate {
-            ", SIGKILL after ignoring SIGTERM for the grace period"
-        } else {
-            ""
-        };
-        let meaning = match self.exit {
-            ExitKind::Code(10) => " (MaxSAT Evaluation: solution found)",
-            ExitKind::Code(20) => " (MaxSAT Evaluation: unsatisfiable)",
-            ExitKind::Code(30) => " (MaxSAT Evaluation: optimum found)",
-            _ => "",
-        };
-        format!("{why}{kill}; {}{meaning}", self.exit)
-    }
 }
 
 /// A running solver.
@@ -335,7 +258,7 @@ pub fn spawn(
             .collect();
             let _ = started_tx.send(Ok((pid, child.stdin.take())));
             let readers =
-                start_readers(stdout, stderr, &spec.output, &thread_stop, start, on_event);
+                readers::start_readers(stdout, stderr, &spec.output, &thread_stop, start, on_event);
             let supervised = process::supervise(
                 pid,
                 &thread_stop,
@@ -351,7 +274,7 @@ pub fn spawn(
                 source: e,
             })?;
             let wall_time = start.elapsed();
-            Ok(finish(
+            Ok(readers::finish(
                 supervised,
                 readers,
                 &pipes,
@@ -387,167 +310,4 @@ pub fn spawn(
         sandbox: report,
         supervisor,
     })
-}
-
-/// What the stdout reader found.
-#[derive(Default)]
-struct StdoutSummary {
-    collected: Collected,
-    last_solution: Option<Solution>,
-    /// The last solution was completed by the end of output.
-    last_at_eof: bool,
-    status: Option<Status>,
-    diagnostics: u64,
-}
-
-/// The stdout reader's state: passes events on and remembers what the outcome needs.
-struct StdoutState<F> {
-    on_event: F,
-    max_diagnostics: u64,
-    start: Instant,
-    summary: StdoutSummary,
-}
-
-impl<F: FnMut(SolverEvent)> StdoutState<F> {
-    fn handle(&mut self, events: Vec<Event>, at_eof: bool) {
-        for event in events {
-            match &event {
-                Event::Solution(s) => {
-                    self.summary.last_solution = Some(s.clone());
-                    self.summary.last_at_eof = at_eof;
-                }
-                Event::Status(s) => self.summary.status = Some(*s),
-                Event::Diagnostic(_) => {
-                    self.summary.diagnostics += 1;
-                    if self.summary.diagnostics > self.max_diagnostics {
-                        continue;
-                    }
-                }
-                _ => {}
-            }
-            (self.on_event)(SolverEvent {
-                at: self.start.elapsed(),
-                event,
-            });
-        }
-    }
-}
-
-struct Readers {
-    stdout: mpsc::Receiver<StdoutSummary>,
-    stderr: mpsc::Receiver<Collected>,
-}
-
-fn start_readers(
-    stdout: std::process::ChildStdout,
-    stderr: std::process::ChildStderr,
-    limits: &OutputLimits,
-    stop: &StopHandle,
-    start: Instant,
-    on_event: impl FnMut(SolverEvent) + Send + 'static,
-) -> Readers {
-    let (out_tx, out_rx) = mpsc::channel();
-    let (err_tx, err_rx) = mpsc::channel();
-    let limits = limits.clone();
-    let out_stop = stop.clone();
-    let err_stop = stop.clone();
-    let spawned = std::thread::Builder::new()
-        .name("grind-exec-stdout".into())
-        .spawn(move || {
-            let mut parser = Parser::new(limits.max_line);
-            let mut state = StdoutState {
-                on_event,
-                max_diagnostics: limits.max_diagnostics,
-                start,
-                summary: StdoutSummary::default(),
-            };
-            let collected = output::collect(
-                stdout,
-                "stdout",
-                limits.stdout_bytes,
-                Keep::Head(0),
-                &out_stop,
-                |chunk| state.handle(parser.feed(chunk), false),
-            );
-            if !collected.overflowed {
-                state.handle(parser.finish(), true);
-            }
-            let mut summary = state.summary;
-            summary.collected = collected;
-            let _ = out_tx.send(summary);
-        });
-    if let Err(e) = spawned {
-        // Without a reader the solver's output goes nowhere: stop it.
-        stop.stop(StopReason::Requested(format!(
-            "no stdout reader thread: {e}"
-        )));
-    }
-    let (err_limit, tail) = (limits.stderr_bytes, limits.stderr_tail);
-    let spawned = std::thread::Builder::new()
-        .name("grind-exec-stderr".into())
-        .spawn(move || {
-            let c = output::collect(
-                stderr,
-                "stderr",
-                err_limit,
-                Keep::Tail(tail),
-                &err_stop,
-                |_| {},
-            );
-            let _ = err_tx.send(c);
-        });
-    if let Err(e) = spawned {
-        stop.stop(StopReason::Requested(format!(
-            "no stderr reader thread: {e}"
-        )));
-    }
-    Readers {
-        stdout: out_rx,
-        stderr: err_rx,
-    }
-}
-
-/// Collects the readers' results once the group is dead. Readers still waiting for end of
-/// file mean a process outside the group holds a pipe: such holders are killed.
-fn finish(
-    s: Supervised,
-    readers: Readers,
-    pipes: &[u64],
-    wall_time: Duration,
-    sandbox: SandboxReport,
-) -> RunOutcome {
-    let out = readers.stdout.recv_timeout(STRAY_WAIT);
-    let err = readers.stderr.recv_timeout(STRAY_WAIT);
-    let mut strays_killed = 0;
-    let (out, err) = if out.is_ok() && err.is_ok() {
-        (out, err)
-    } else {
-        strays_killed = proc_scan::kill_pipe_holders(pipes).len();
-        (
-            out.or_else(|_| readers.stdout.recv_timeout(READER_WAIT)),
-            err.or_else(|_| readers.stderr.recv_timeout(READER_WAIT)),
-        )
-    };
-    let output_held_open = out.is_err() || err.is_err();
-    let out = out.unwrap_or_default();
-    let err = err.unwrap_or_default();
-    RunOutcome {
-        stop: s.reason,
-        killed: s.killed,
-        exit: s.exit,
-        wall_time,
-        cpu_time: s.cpu_time,
-        max_rss_bytes: s.max_rss_bytes,
-        last_solution_cut_by_kill: out.last_at_eof
-            && (s.killed || matches!(s.exit, ExitKind::Signal(_))),
-        last_solution: out.last_solution,
-        status: out.status,
-        stdout_bytes: out.collected.total,
-        stderr_bytes: err.total,
-        stderr_tail: String::from_utf8_lossy(&err.kept).into_owned(),
-        diagnostics: out.diagnostics,
-        output_held_open,
-        strays_killed,
-        sandbox,
-    }
 }
