@@ -166,6 +166,44 @@ fn make_dir(path: &Path) -> Result<()> {
         .map_err(|e| Error::io("creating directory", path, e))
 }
 
+/// The spec's sandbox with the run's directories, the bundle, the instance and the program.
+fn sandbox_policy(spec: &SolverSpec, dirs: &RunDirs) -> SandboxPolicy {
+    let mut policy = spec.sandbox.clone();
+    policy
+        .read_write
+        .extend([dirs.work.clone(), dirs.checkpoint.clone()]);
+    policy.read_only.push(dirs.control.clone());
+    policy.read_only.extend(spec.bundle_dir.iter().cloned());
+    policy.read_only.extend(spec.unit.instance.iter().cloned());
+    if spec.program.exists() {
+        // The program itself, wherever it is (usually inside the bundle already).
+        policy.read_only.push(spec.program.clone());
+    }
+    policy
+}
+
+/// The solver's command line, environment, directory and pipes (before the sandbox).
+fn command(spec: &SolverSpec, dirs: &RunDirs, bound_feed: bool) -> Command {
+    let mut cmd = Command::new(&spec.program);
+    cmd.args(&spec.args)
+        .env_clear()
+        .envs(env::solver_env(
+            &spec.unit,
+            dirs,
+            spec.time_limit,
+            bound_feed,
+        ))
+        .current_dir(&dirs.work)
+        .stdin(if bound_feed {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    cmd
+}
+
 /// Starts a solver; `on_event` receives its protocol events as they are printed (on the
 /// stdout reader thread, so it must not block for long).
 pub fn spawn(
@@ -193,37 +231,9 @@ pub fn spawn(
     if let Some((feed, Some(initial))) = &bound {
         feed.offer(*initial)?;
     }
-    let mut policy = spec.sandbox.clone();
-    policy
-        .read_write
-        .extend([dirs.work.clone(), dirs.checkpoint.clone()]);
-    policy.read_only.push(dirs.control.clone());
-    policy.read_only.extend(spec.bundle_dir.iter().cloned());
-    policy.read_only.extend(spec.unit.instance.iter().cloned());
-    if spec.program.exists() {
-        // The program itself, wherever it is (usually inside the bundle already).
-        policy.read_only.push(spec.program.clone());
-    }
-    let prepared = policy.prepare()?;
+    let prepared = sandbox_policy(&spec, &dirs).prepare()?;
     let report = prepared.report().clone();
-
-    let mut cmd = Command::new(&spec.program);
-    cmd.args(&spec.args)
-        .env_clear()
-        .envs(env::solver_env(
-            &spec.unit,
-            &dirs,
-            spec.time_limit,
-            bound.is_some(),
-        ))
-        .current_dir(&dirs.work)
-        .stdin(if bound.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    let mut cmd = command(&spec, &dirs, bound.is_some());
     let diagnosis = prepared.install(&mut cmd);
     let (stop, wake) = process::stop_channel().map_err(|e| Error::Spawn {
         program: spec.program.clone(),
