@@ -53,7 +53,9 @@
 //! limit on the whole group measured every 200 ms (runsolver's `-R`; cgroup `memory.max`
 //! would be better but cgroups are v1 here), a private work directory and,
 //! where the kernel has it, a Landlock rule set: system directories and the bundle read-only,
-//! work and checkpoint directories read-write, nothing else; signals and abstract UNIX
+//! work and checkpoint directories read-write, nothing else (not even `/proc`, by default:
+//! through it a same-user solver could read the worker's environment, which Landlock's
+//! ptrace rules do not protect on this kernel; a test shows both); signals and abstract UNIX
 //! sockets scoped to the sandbox (ABI >= 6). Optionally a new user + network namespace cuts
 //! the network off (only a private loopback). What was applied is a [`sandbox::SandboxReport`]
 //! for provenance. All child-side steps run between fork and exec and make only system calls;

@@ -182,3 +182,32 @@ fn the_resident_memory_limit_kills_the_group() {
     assert!((128..2048).contains(&most), "{held:?}");
     assert_eq!(out.last_solution.map(|s| s.claimed), Some(2));
 }
+
+#[test]
+fn a_sandboxed_solver_cannot_read_the_workers_environment() {
+    let landlock = landlock_or_skip("a_sandboxed_solver_cannot_read_the_workers_environment");
+    for (mode, proc_fs) in [
+        (LandlockMode::Off, false),
+        (LandlockMode::BestEffort, false),
+        (LandlockMode::BestEffort, true),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = spec("read_parent_env.sh", dir.path());
+        s.sandbox.landlock = mode;
+        s.sandbox.proc_fs = proc_fs;
+        let (events, _) = run(s);
+        let c = comments(&events);
+        if mode == LandlockMode::Off || proc_fs {
+            // Same user: without Landlock, or with /proc granted (Landlock's ptrace rules
+            // refuse only attach-class access such as /proc/<pid>/mem, not environ), the
+            // worker's environment is readable. This is why /proc is not granted by default.
+            assert_eq!(
+                c,
+                vec!["parent environ: read".to_string()],
+                "{mode:?} {proc_fs}"
+            );
+        } else if landlock {
+            assert_eq!(c, vec!["parent environ: denied".to_string()]);
+        }
+    }
+}

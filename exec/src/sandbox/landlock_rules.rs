@@ -116,6 +116,9 @@ pub(super) fn build(policy: &SandboxPolicy) -> Result<(LandlockReport, Option<Ow
         read_only.extend(SYSTEM_READ_ONLY.iter().map(PathBuf::from));
         devices.extend(SYSTEM_DEVICES.iter().map(PathBuf::from));
     }
+    if policy.proc_fs {
+        read_only.push(PathBuf::from("/proc"));
+    }
     let read_only = existing(read_only);
     let devices = existing(devices);
     let read_write = existing(policy.read_write.clone());

@@ -97,6 +97,11 @@ pub struct SandboxPolicy {
     /// harmless devices writable (see [`SYSTEM_DEVICES`]); needed by any dynamically linked
     /// program or interpreter.
     pub system_paths: bool,
+    /// Whether `/proc` is readable (under Landlock). Off by default: Landlock's ptrace rules
+    /// refuse only attach-class access (`/proc/<pid>/mem`), so with `/proc` a solver could
+    /// read the environment and command line of every process of the same user, the
+    /// worker's included. Some runtimes (the JVM) need it.
+    pub proc_fs: bool,
     /// Resource limits.
     pub limits: Limits,
     /// Network access.
@@ -110,6 +115,7 @@ impl Default for SandboxPolicy {
             read_only: Vec::new(),
             read_write: Vec::new(),
             system_paths: true,
+            proc_fs: false,
             limits: Limits::default(),
             network: Network::Host,
         }
@@ -117,9 +123,10 @@ impl Default for SandboxPolicy {
 }
 
 /// System locations readable (and executable) by sandboxed programs when
-/// [`SandboxPolicy::system_paths`] is set. Missing ones are skipped.
+/// [`SandboxPolicy::system_paths`] is set. Missing ones are skipped. `/proc` is not among
+/// them (see [`SandboxPolicy::proc_fs`]).
 pub const SYSTEM_READ_ONLY: &[&str] = &[
-    "/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", "/opt", "/proc", "/sys",
+    "/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", "/opt", "/sys",
 ];
 
 /// Device files readable and writable when [`SandboxPolicy::system_paths`] is set.
