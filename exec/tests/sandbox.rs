@@ -211,3 +211,23 @@ fn a_sandboxed_solver_cannot_read_the_workers_environment() {
         }
     }
 }
+
+#[test]
+fn a_sandboxed_solver_cannot_signal_the_worker() {
+    let scoped = grind_exec::sandbox::kernel_landlock_abi().is_ok_and(|abi| abi >= 6);
+    if !scoped {
+        eprintln!("a_sandboxed_solver_cannot_signal_the_worker: SKIPPED (Landlock ABI < 6)");
+    }
+    for mode in [LandlockMode::Off, LandlockMode::BestEffort] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = spec("signal_parent.sh", dir.path());
+        s.sandbox.landlock = mode;
+        let (events, _) = run(s);
+        let c = comments(&events);
+        if mode == LandlockMode::Off {
+            assert_eq!(c, vec!["signal parent: allowed".to_string()], "control");
+        } else if scoped {
+            assert_eq!(c, vec!["signal parent: denied".to_string()]);
+        }
+    }
+}
