@@ -47,7 +47,9 @@
 //! would close that gap but are v1 on the machines at hand; Landlock still confines it.
 //!
 //! **Sandbox** ([`sandbox`]). Each process leads its own process group, has
-//! `PR_SET_PDEATHSIG(SIGKILL)` (it dies if the worker dies), `no_new_privs`, rlimits (CPU
+//! `PR_SET_PDEATHSIG(SIGKILL)` (it dies if the worker dies), `no_new_privs`, no capabilities
+//! (the bounding set is emptied, so a worker running as root starts solvers without root's
+//! powers), rlimits (CPU
 //! time, memory as `RLIMIT_AS` or `RLIMIT_DATA` — address-space limits break the JVM, Go and
 //! ASan [research §4] —, open files, file size, no core dumps), optionally a resident-memory
 //! limit on the whole group measured every 200 ms (runsolver's `-R`; cgroup `memory.max`

@@ -186,6 +186,9 @@ fn the_resident_memory_limit_kills_the_group() {
 #[test]
 fn a_sandboxed_solver_cannot_read_the_workers_environment() {
     let landlock = landlock_or_skip("a_sandboxed_solver_cannot_read_the_workers_environment");
+    // Capabilities are kept in these runs: for a root worker, dropping them alone already
+    // denies this (a capability-less process may not inspect one with capabilities); the
+    // point here is what Landlock does.
     for (mode, proc_fs) in [
         (LandlockMode::Off, false),
         (LandlockMode::BestEffort, false),
@@ -195,6 +198,7 @@ fn a_sandboxed_solver_cannot_read_the_workers_environment() {
         let mut s = spec("read_parent_env.sh", dir.path());
         s.sandbox.landlock = mode;
         s.sandbox.proc_fs = proc_fs;
+        s.sandbox.drop_capabilities = false;
         let (events, _) = run(s);
         let c = comments(&events);
         if mode == LandlockMode::Off || proc_fs {
@@ -228,6 +232,38 @@ fn a_sandboxed_solver_cannot_signal_the_worker() {
             assert_eq!(c, vec!["signal parent: allowed".to_string()], "control");
         } else if scoped {
             assert_eq!(c, vec!["signal parent: denied".to_string()]);
+        }
+    }
+}
+
+#[test]
+fn capabilities_are_dropped_even_for_a_root_worker() {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    for drop in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = spec("capabilities.sh", dir.path());
+        s.sandbox.proc_fs = true;
+        s.sandbox.drop_capabilities = drop;
+        let (events, out) = run(s);
+        assert_eq!(out.sandbox.capabilities_dropped, drop);
+        let c = comments(&events);
+        let effective = c
+            .iter()
+            .find_map(|l| l.strip_prefix("CapEff "))
+            .unwrap()
+            .to_string();
+        let bounding = c
+            .iter()
+            .find_map(|l| l.strip_prefix("CapBnd "))
+            .unwrap()
+            .to_string();
+        let zero = |v: &str| u64::from_str_radix(v.trim(), 16).unwrap() == 0;
+        if drop {
+            assert!(zero(&effective) && zero(&bounding), "{c:?}");
+        } else if root {
+            // The control: a root worker's solver keeps root's capabilities without the drop.
+            assert!(!zero(&effective), "{c:?}");
         }
     }
 }

@@ -20,7 +20,11 @@ const STEPS: &[&str] = &[
     "bringing the loopback interface up",
     "setting no_new_privs",
     "enforcing the Landlock rule set",
+    "dropping capabilities",
 ];
+
+/// `_LINUX_CAPABILITY_VERSION_3`: two 32-bit words per set.
+const CAPABILITY_VERSION_3: u32 = 0x2008_0522;
 
 type Resource = libc::__rlimit_resource_t;
 
@@ -30,6 +34,7 @@ pub(super) struct ChildSetup {
     parent: libc::pid_t,
     rlimits: Vec<(Resource, libc::rlimit)>,
     isolate_network: bool,
+    drop_capabilities: bool,
     uid_map: Vec<u8>,
     gid_map: Vec<u8>,
     landlock_fd: Option<OwnedFd>,
@@ -70,6 +75,7 @@ impl ChildSetup {
             parent,
             rlimits,
             isolate_network: report.network_isolated,
+            drop_capabilities: report.capabilities_dropped,
             uid_map: format!("{uid} {uid} 1\n").into_bytes(),
             gid_map: format!("{gid} {gid} 1\n").into_bytes(),
             landlock_fd,
@@ -118,6 +124,9 @@ impl ChildSetup {
                     return fail(7);
                 }
             }
+            if self.drop_capabilities && !drop_capabilities() {
+                return fail(10);
+            }
             if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
                 return fail(8);
             }
@@ -142,6 +151,30 @@ impl ChildSetup {
             _ => None,
         }
     }
+}
+
+/// Empties the capability bounding set (so even a root solver gets no capabilities at
+/// exec), the ambient set, and the effective, permitted and inheritable sets.
+/// Async-signal-safe.
+unsafe fn drop_capabilities() -> bool {
+    for cap in 0..64 {
+        if libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 {
+            // EINVAL: past the last capability. EPERM: no CAP_SETPCAP, so not root, and
+            // no_new_privs keeps it from gaining any at exec anyway.
+            break;
+        }
+    }
+    // EINVAL on kernels without ambient capabilities (< 4.3), which then have none.
+    libc::prctl(
+        libc::PR_CAP_AMBIENT,
+        libc::PR_CAP_AMBIENT_CLEAR_ALL,
+        0,
+        0,
+        0,
+    );
+    let header = [CAPABILITY_VERSION_3, 0];
+    let data = [0u32; 6];
+    libc::syscall(libc::SYS_capset, header.as_ptr(), data.as_ptr()) == 0
 }
 
 /// Writes `data` to `path` with open/write/close. Async-signal-safe.

@@ -106,6 +106,10 @@ pub struct SandboxPolicy {
     pub limits: Limits,
     /// Network access.
     pub network: Network,
+    /// Drop every capability (bounding, ambient, effective, permitted, inheritable sets)
+    /// before exec: a worker running as root then starts solvers that cannot use root's
+    /// powers (set the clock, reboot, load modules, override file permissions). On by default.
+    pub drop_capabilities: bool,
 }
 
 impl Default for SandboxPolicy {
@@ -118,6 +122,7 @@ impl Default for SandboxPolicy {
             proc_fs: false,
             limits: Limits::default(),
             network: Network::Host,
+            drop_capabilities: true,
         }
     }
 }
@@ -153,6 +158,8 @@ pub struct SandboxReport {
     pub landlock: LandlockReport,
     /// The network was cut off (new user and network namespace).
     pub network_isolated: bool,
+    /// Every capability was dropped before exec.
+    pub capabilities_dropped: bool,
 }
 
 impl SandboxReport {
@@ -178,6 +185,9 @@ impl SandboxReport {
         }
         if let Some(f) = l.file_size_bytes {
             parts.push(format!("fsize {} MiB", f >> 20));
+        }
+        if self.capabilities_dropped {
+            parts.push("no capabilities".into());
         }
         parts.push(self.landlock.summary());
         parts.push(if self.network_isolated {
@@ -213,6 +223,7 @@ impl SandboxPolicy {
                 limits: self.limits.clone(),
                 landlock,
                 network_isolated: self.network == Network::Isolated,
+                capabilities_dropped: self.drop_capabilities,
             },
             landlock_fd,
         })
