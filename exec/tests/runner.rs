@@ -428,3 +428,19 @@ fn bounds_reach_the_solver_monotonically_on_stdin_and_in_the_file() {
     // After the solver is gone, offers still update the file and say stdin is closed.
     assert_eq!(feed.offer(1).unwrap(), Delivery::FileOnly);
 }
+
+#[test]
+fn dropping_the_handle_stops_the_solver() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = spec("ignore_term.sh", dir.path());
+    s.time_limit = None;
+    s.grace = Duration::from_millis(200);
+    let running = runner::spawn(s, |_| {}).unwrap();
+    let pid = running.pid() as i32;
+    assert!(alive(pid));
+    drop(running);
+    assert!(
+        wait_for(Duration::from_secs(20), || !alive(pid)),
+        "solver {pid} kept running after its handle was dropped"
+    );
+}

@@ -16,7 +16,7 @@ use crate::bound::{BoundFeed, Objective};
 use crate::env::{self, RunDirs, UnitEnv};
 use crate::error::{Error, Result};
 use crate::proc_scan;
-use crate::process::{self, StopHandle};
+use crate::process::{self, StopHandle, StopReason};
 use crate::protocol::{self, Event};
 use crate::sandbox::{SandboxPolicy, SandboxReport};
 use std::ffi::OsString;
@@ -119,14 +119,26 @@ pub struct SolverEvent {
     pub event: Event,
 }
 
-/// A running solver.
+/// A running solver. Dropping it without [`RunningSolver::wait`] stops the solver (SIGTERM,
+/// grace, SIGKILL, in the background): a forgotten handle never leaves a solver running.
 #[derive(Debug)]
 pub struct RunningSolver {
     pid: u32,
     stop: StopHandle,
     bound: Option<BoundFeed>,
     sandbox: SandboxReport,
-    supervisor: JoinHandle<Result<RunOutcome>>,
+    /// `None` once waited for.
+    supervisor: Option<JoinHandle<Result<RunOutcome>>>,
+}
+
+impl Drop for RunningSolver {
+    fn drop(&mut self) {
+        if self.supervisor.is_some() {
+            self.stop.stop(StopReason::Requested(
+                "its handle was dropped without waiting".into(),
+            ));
+        }
+    }
 }
 
 impl RunningSolver {
@@ -151,8 +163,9 @@ impl RunningSolver {
     }
 
     /// Waits for the end of the run (events have all been delivered when this returns).
-    pub fn wait(self) -> Result<RunOutcome> {
-        self.supervisor
+    pub fn wait(mut self) -> Result<RunOutcome> {
+        let supervisor = self.supervisor.take().expect("waited for only once");
+        supervisor
             .join()
             .unwrap_or_else(|_| Err(Error::Sandbox("the supervisor thread panicked".into())))
     }
@@ -318,6 +331,6 @@ pub fn spawn(
         stop,
         bound,
         sandbox: report,
-        supervisor,
+        supervisor: Some(supervisor),
     })
 }
