@@ -35,33 +35,40 @@
 //! 0/10/20/30 [research §2] included); what counts is the output. A unit's result is its last
 //! complete solution, whatever the exit status.
 //!
-//! **Stopping** ([`runner`], `process`). At the time limit or on request: `SIGTERM` to the whole
-//! process group, a grace period (default 5 s; the MaxSAT Evaluation uses 1 s, runsolver 2 s,
-//! BOINC 10 s [research §1, §2]), then `SIGKILL` to the group (the MaxSAT harness learned that
-//! signalling only the parent "sometimes didn't work"). Output over its limit: `SIGKILL` at
-//! once. When the solver process exits, whatever is left of its process group is killed with
-//! `SIGKILL` (strays do not outlive their solver); this is done before the solver is reaped,
-//! so the group ID cannot have been reused. A process that left the group (`setsid`) but kept
-//! the solver's stdout or stderr is found through `/proc/*/fd` (it holds the pipe) and killed
-//! too. One that left the group *and* closed both pipes (a deliberate daemon) escapes: cgroups
-//! would close that gap but are v1 on the machines at hand; Landlock still confines it.
+//! **Stopping** ([`runner`], `process`). At the time limit, on request, or when the
+//! [`runner::RunningSolver`] handle is dropped: `SIGTERM` to the whole process group, a grace
+//! period (default 5 s; the MaxSAT Evaluation uses 1 s, runsolver 2 s, BOINC 10 s [research
+//! §1, §2]), then `SIGKILL` to the group (the MaxSAT harness learned that signalling only the
+//! parent "sometimes didn't work"). Output over its limit, or resident memory over its limit:
+//! `SIGKILL` at once. When the solver process exits, whatever is left of its process group is
+//! killed with `SIGKILL` (strays do not outlive their solver); this is done before the solver
+//! is reaped, so the group ID cannot have been reused. A process that left the group
+//! (`setsid`) but kept the solver's stdout or stderr is found through `/proc/*/fd` (it holds
+//! the pipe) and killed too. One that left the group *and* closed both pipes (a deliberate
+//! daemon) escapes: cgroups would close that gap but are v1 on the machines at hand; Landlock
+//! still confines it. A model completed only by the end of output of a solver that died of a
+//! signal is flagged ([`runner::RunOutcome::last_solution_cut_by_kill`]): it may have been cut
+//! between its `v` lines.
 //!
-//! **Sandbox** ([`sandbox`]). Each process leads its own process group, has
-//! `PR_SET_PDEATHSIG(SIGKILL)` (it dies if the worker dies), `no_new_privs`, no capabilities
-//! (the bounding set is emptied, so a worker running as root starts solvers without root's
-//! powers), rlimits (CPU
-//! time, memory as `RLIMIT_AS` or `RLIMIT_DATA` — address-space limits break the JVM, Go and
-//! ASan [research §4] —, open files, file size, no core dumps), optionally a resident-memory
-//! limit on the whole group measured every 200 ms (runsolver's `-R`; cgroup `memory.max`
-//! would be better but cgroups are v1 here), a private work directory and,
-//! where the kernel has it, a Landlock rule set: system directories and the bundle read-only,
-//! work and checkpoint directories read-write, nothing else (not even `/proc`, by default:
-//! through it a same-user solver could read the worker's environment, which Landlock's
-//! ptrace rules do not protect on this kernel; a test shows both); signals and abstract UNIX
-//! sockets scoped to the sandbox (ABI >= 6). Optionally a new user + network namespace cuts
-//! the network off (only a private loopback). What was applied is a [`sandbox::SandboxReport`]
-//! for provenance. All child-side steps run between fork and exec and make only system calls;
-//! the rule set is built in the parent.
+//! **Sandbox** ([`sandbox`]). Each process leads its own process group and has:
+//! - `PR_SET_PDEATHSIG(SIGKILL)`: it dies if the worker dies, even by `SIGKILL`;
+//! - `no_new_privs`, and no capabilities: the bounding set is emptied, so even a worker running
+//!   as root starts solvers without root's powers;
+//! - rlimits: CPU time, memory as `RLIMIT_AS` or `RLIMIT_DATA` (address-space limits break the
+//!   JVM, Go and ASan [research §4]), open files, file size, no core dumps; optionally a
+//!   resident-memory limit on the whole group measured every 200 ms (runsolver's `-R`; cgroup
+//!   `memory.max` would be better, but cgroups are v1 here);
+//! - a private work directory (also `HOME` and `TMPDIR`);
+//! - where the kernel has it, a Landlock rule set: system directories, the bundle and the
+//!   instance read-only, the work and checkpoint directories read-write, nothing else, not
+//!   even `/proc` by default (through it a same-user solver could read the worker's
+//!   environment: Landlock's ptrace rules refuse `/proc/<pid>/mem` but not `environ` on this
+//!   kernel; a test shows both); signals and abstract UNIX sockets scoped to the sandbox
+//!   (ABI >= 6), so it cannot signal the worker;
+//! - optionally a new user + network namespace: no network but a private loopback.
+//!
+//! What was applied is a [`sandbox::SandboxReport`] for provenance. All child-side steps run
+//! between fork and exec and make only system calls; the rule set is built in the parent.
 //!
 //! **Bound feed** ([`bound`]). Opt-in: monotone `b <value>` lines on stdin (non-blocking) and
 //! `GRIND_BOUND_FILE` replaced atomically (temporary file + rename) [research §3].
