@@ -444,3 +444,31 @@ fn dropping_the_handle_stops_the_solver() {
         "solver {pid} kept running after its handle was dropped"
     );
 }
+
+#[test]
+fn concurrent_runs_do_not_interfere() {
+    let dirs: Vec<_> = (0..4).map(|_| tempfile::tempdir().unwrap()).collect();
+    let running: Vec<_> = dirs
+        .iter()
+        .enumerate()
+        .map(|(i, d)| {
+            let mut s = spec("maxsat_ls.py", d.path());
+            s.args = vec![fixture("tiny.wcnf").into(), "--model-each".into()];
+            s.unit.seed = i as u64;
+            let (tx, rx) = mpsc::channel();
+            let r = runner::spawn(s, move |e| {
+                let _ = tx.send(e);
+            })
+            .unwrap();
+            (r, rx)
+        })
+        .collect();
+    for (r, rx) in running {
+        let out = r.wait().unwrap();
+        let events: Vec<_> = rx.try_iter().collect();
+        assert_eq!(out.stop, StopReason::Exited, "{}", out.describe());
+        assert_eq!(out.strays_killed, 0);
+        assert_eq!(out.last_solution.as_ref(), solutions(&events).last());
+        assert!(out.last_solution.is_some());
+    }
+}
