@@ -96,6 +96,10 @@ for n in 20 24; do
         checker_says "$LABS/check.py" "$WORK/t$n.txt" "$WORK/t$n.out" 0 "$e"
 done
 
+GRIND_INSTANCE="$WORK/t20.txt" GRIND_SEED=3 timeout 120 python3 "$LABS/solve.py" 17 < /dev/null > "$WORK/env20.out"
+expect "LABS: instance from GRIND_INSTANCE, a stray argument ignored" \
+    bash -c "[ \"\$(last_cost $WORK/env20.out)\" = ${A102780[19]} ]"
+
 # The checker refuses wrong claims and malformed solutions with exit 43, and fails with
 # another code when it cannot do its job.
 inst=$WORK/t20.txt
@@ -165,6 +169,13 @@ expect "Golomb: n=9 without a unit (all slices) finds ${A003022[9]} and says OPT
 "$BIN" "$WORK/g10.txt" "1-3" < /dev/null > "$WORK/g10-range.out"
 expect "Golomb: a range unit 1-3 covers its slices (finds 55, from slice 1)" \
     bash -c "[ \"\$(last_cost $WORK/g10-range.out)\" = 55 ] && grep -q '^c slice d1=1..3 done' $WORK/g10-range.out"
+
+GRIND_INSTANCE="$WORK/g10.txt" GRIND_UNIT=2 "$BIN" < /dev/null > "$WORK/g10-env.out"
+expect "Golomb: instance and unit from GRIND_INSTANCE and GRIND_UNIT (same as argv)" \
+    bash -c "[ \"\$(last_cost $WORK/g10-env.out)\" = \"\$(last_cost $WORK/g10-2.out)\" ] && grep -q '^c slice d1=2..2 done' $WORK/g10-env.out"
+GRIND_INSTANCE="$WORK/g10.txt" "$BIN" 3 < /dev/null > "$WORK/g10-arg.out"
+expect "Golomb: a single argument that is no file is the unit (instance from GRIND_INSTANCE)" \
+    grep -q '^c slice d1=3..3 done' "$WORK/g10-arg.out"
 
 # A bound on stdin: the same unit explores fewer nodes and prints no ruler (none is shorter).
 echo "b 55" | "$BIN" "$WORK/g10.txt" 1 > "$WORK/g10-b.out"

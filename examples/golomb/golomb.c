@@ -8,6 +8,8 @@
  * Usage:
  *   golomb INSTANCE [UNIT]     search the slice UNIT (all slices if none); INSTANCE and UNIT
  *                              default to $GRIND_INSTANCE and $GRIND_UNIT
+ *   golomb UNIT                the same, with the instance in $GRIND_INSTANCE (a single
+ *                              argument is the instance if such a file exists)
  *   golomb --units INSTANCE    print the units file: one slice per line
  *
  * INSTANCE: a text file with the number of marks n ('#' starts a comment). An optional line
@@ -384,8 +386,18 @@ int main(int argc, char **argv) {
     }
     if (argc > 3 || (argc > 1 && argv[1][0] == '-'))
         usage();
-    const char *instance = argc > 1 ? argv[1] : getenv("GRIND_INSTANCE");
-    const char *unit = argc > 2 ? argv[2] : getenv("GRIND_UNIT");
+    /* golomb INSTANCE UNIT | golomb INSTANCE | golomb UNIT (with $GRIND_INSTANCE) | golomb */
+    const char *instance = getenv("GRIND_INSTANCE");
+    const char *unit = getenv("GRIND_UNIT");
+    if (argc == 3) {
+        instance = argv[1];
+        unit = argv[2];
+    } else if (argc == 2) {
+        if (access(argv[1], F_OK) == 0 || !instance)
+            instance = argv[1];
+        else
+            unit = argv[1];
+    }
     if (!instance)
         usage();
     int n = read_instance(instance, table);

@@ -5,7 +5,8 @@ The problem: find a sequence s_1..s_N of +1/-1 that minimises the energy
 
     E(s) = sum_{k=1}^{N-1} C_k(s)^2,   C_k(s) = sum_{i=1}^{N-k} s_i * s_{i+k}.
 
-Usage:  solve.py [INSTANCE]      (INSTANCE defaults to $GRIND_INSTANCE)
+Usage:  solve.py [INSTANCE]      (INSTANCE defaults to $GRIND_INSTANCE; other arguments, such
+                                  as a unit or seed grind may pass, are ignored)
 
 The instance file holds N (lines starting with '#' are comments). Optionally a line
 `target <E>` gives a known optimal energy (e.g. from the published table): the solver stops
@@ -197,7 +198,10 @@ class Checkpoint:
 
 def main():
     signal.signal(signal.SIGTERM, on_sigterm)
-    path = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("GRIND_INSTANCE")
+    # The instance: the first argument if it names a file, else $GRIND_INSTANCE (so a
+    # campaign that passes its unit or seed as an argument works too; they are ignored).
+    args = sys.argv[1:]
+    path = args[0] if args and os.path.isfile(args[0]) else os.environ.get("GRIND_INSTANCE")
     if not path:
         sys.exit("usage: solve.py INSTANCE   (or set GRIND_INSTANCE)")
     n, target = read_instance(path)
