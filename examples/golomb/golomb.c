@@ -35,8 +35,8 @@
  *   s UNKNOWN             no ruler printed (nothing in the slice beats the bound, or stopped)
  * stdin: `b <length>` lines, the best length known in the campaign; the search then only looks
  * for shorter rulers. Read between nodes (poll every 4096 nodes), never blocking.
- * Environment: GRIND_TIME_LIMIT (seconds) stops the search when reached. SIGTERM stops it at
- * once (within a few thousand nodes); everything found has already been printed.
+ * Environment: GRIND_TIME_LIMIT (seconds) stops the search when reached. SIGTERM (or SIGINT)
+ * stops it at once (within a few thousand nodes); everything found has already been printed.
  * Exit status: 0 after a search (complete or stopped), 2 on bad usage or a bad instance.
  *
  * Build: cc -O2 -o golomb golomb.c
@@ -55,11 +55,11 @@
 #define MAX_LENGTH 4096
 #define POLL_EVERY 4096
 
-static volatile sig_atomic_t sigterm_seen = 0;
+/* The signal that asked the search to stop (SIGTERM from grind, SIGINT from Ctrl-C), or 0. */
+static volatile sig_atomic_t stop_signal = 0;
 
-static void on_sigterm(int sig) {
-    (void)sig;
-    sigterm_seen = 1;
+static void on_stop_signal(int sig) {
+    stop_signal = sig;
 }
 
 /* One search: n marks, first differences in [d1_lo, d1_hi], rulers of length <= limit. */
@@ -132,7 +132,7 @@ static void read_bounds(struct search *s) {
 
 /* Every POLL_EVERY nodes: bounds, SIGTERM, time limit. Returns 1 to stop. */
 static int checkpoint_poll(struct search *s) {
-    if (sigterm_seen) {
+    if (stop_signal) {
         s->stopped = 1;
         return 1;
     }
@@ -276,8 +276,8 @@ static void complete_table(int n, int *table) {
         s->best_len = -1;
         s->bound = -1;
         run_slice(s, 1, max_first_difference(m, table, s->limit));
-        if (sigterm_seen) {
-            printf("c stopped by SIGTERM while computing the table for %d marks\ns UNKNOWN\n", m);
+        if (stop_signal) {
+            printf("c stopped by a signal while computing the table for %d marks\ns UNKNOWN\n", m);
             exit(0);
         }
         table[m] = s->best_len;
@@ -372,8 +372,9 @@ int main(int argc, char **argv) {
     int table[MAX_MARKS + 1];
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_sigterm;
+    sa.sa_handler = on_stop_signal;
     sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
 
     if (argc == 3 && strcmp(argv[1], "--units") == 0) {
         int n = read_instance(argv[2], table);
@@ -427,7 +428,9 @@ int main(int argc, char **argv) {
     run_slice(s, lo, hi);
     printf("c nodes %lld\n", s->nodes);
     if (s->stopped) {
-        printf("c stopped by %s\n", sigterm_seen ? "SIGTERM" : "the time limit");
+        printf("c stopped by %s\n", stop_signal == SIGINT    ? "SIGINT"
+                                     : stop_signal ? "SIGTERM"
+                                                    : "the time limit");
         printf("s %s\n", s->best_len >= 0 ? "SATISFIABLE" : "UNKNOWN");
     } else {
         int proven = s->limit + 1; /* no ruler in the slice is shorter than this */

@@ -24,7 +24,7 @@ What it speaks (grind's exec protocol, a superset of the MaxSAT Evaluation outpu
           is ahead. Other lines and end of file are ignored.
   env     GRIND_SEED (random seed, default 1), GRIND_TIME_LIMIT (seconds; stops itself
           just before it), GRIND_CHECKPOINT_DIR (best sequence saved there and resumed from).
-  signal  SIGTERM: stop at once; the best sequence has already been printed.
+  signal  SIGTERM (or SIGINT): stop at once; the best sequence has already been printed.
 
 Search: tabu search with incremental energy updates (the local search of the memetic
 algorithm of Gallardo, Cotta and Fernandez, 2009), restarted from a perturbed copy of the
@@ -198,6 +198,7 @@ class Checkpoint:
 
 def main():
     signal.signal(signal.SIGTERM, on_sigterm)
+    signal.signal(signal.SIGINT, on_sigterm)  # Ctrl-C by hand: the same clean stop
     # The instance: the first argument if it names a file, else $GRIND_INSTANCE (so a
     # campaign that passes its unit or seed as an argument works too; they are ignored).
     args = sys.argv[1:]
@@ -286,7 +287,7 @@ def main():
             status = "SATISFIABLE"
         now = time.monotonic()
         if status is None and (stop_requested or (deadline is not None and now >= deadline)):
-            say("c stopping: " + ("SIGTERM" if stop_requested else "time limit"))
+            say("c stopping: " + ("signal" if stop_requested else "time limit"))
             status = "SATISFIABLE"
         if limit and now - last_progress >= 1.0:
             say(f"g progress {min(1.0, (now - start) / float(limit)):.3f}")
