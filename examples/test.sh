@@ -34,6 +34,21 @@ last_cost() { grep '^o ' "$1" | tail -n 1 | cut -d' ' -f2; }
 last_model() { awk '/^o /{m=""} /^v /{m=m $0 "\n"} END{printf "%s", m}' "$1"; }
 export -f last_cost last_model
 
+# every_claim_checks CHECKER INSTANCE OUTPUT: every o/v pair of OUTPUT is scored by the checker
+# exactly as the solver claimed it (the solver's claims are honest).
+every_claim_checks() {
+    local dir=$WORK/claims.$$ k=0 f claim
+    rm -rf "$dir"; mkdir -p "$dir"
+    awk -v d="$dir" '/^o /{k++; f=sprintf("%s/%04d", d, k); print $2 > (f ".claim")} /^v /{print > (f ".sol")}' "$3"
+    for f in "$dir"/*.claim; do
+        claim=$(cat "$f")
+        checker_says "$1" "$2" "${f%.claim}.sol" 0 "$claim" || return 1
+        k=$((k + 1))
+    done
+    echo "    $k claims checked"
+    [ "$k" -gt 1 ]
+}
+
 # checker_says CHECKER INSTANCE SOLUTION EXIT [SCORE]: the checker exits EXIT (and prints SCORE).
 checker_says() {
     local out code
@@ -95,6 +110,8 @@ for n in 20 24; do
     expect "LABS: the checker accepts N=$n's whole output" \
         checker_says "$LABS/check.py" "$WORK/t$n.txt" "$WORK/t$n.out" 0 "$e"
 done
+expect "LABS: every o line of N=24's run is the energy of its v line" \
+    every_claim_checks "$LABS/check.py" "$WORK/t24.txt" "$WORK/t24.out"
 
 GRIND_INSTANCE="$WORK/t20.txt" GRIND_SEED=3 timeout 120 python3 "$LABS/solve.py" 17 < /dev/null > "$WORK/env20.out"
 expect "LABS: instance from GRIND_INSTANCE, a stray argument ignored" \
@@ -163,6 +180,8 @@ for n in 5 8 9 10; do
     expect "Golomb: n=$n, the checker scores the best ruler ${A003022[$n]}" \
         checker_says "$GOLOMB/check.py" "$WORK/g$n.txt" "$WORK/g$n.sol" 0 "${A003022[$n]}"
 done
+expect "Golomb: every o line of n=10 unit 4 is the length of its valid ruler" \
+    every_claim_checks "$GOLOMB/check.py" "$WORK/g10.txt" "$WORK/g10-4.out"
 "$BIN" "$WORK/g9.txt" < /dev/null > "$WORK/g9-all.out"
 expect "Golomb: n=9 without a unit (all slices) finds ${A003022[9]} and says OPTIMUM FOUND" \
     bash -c "[ \"\$(last_cost $WORK/g9-all.out)\" = ${A003022[9]} ] && grep -qx 's OPTIMUM FOUND' $WORK/g9-all.out"
