@@ -242,6 +242,12 @@ gbad "not a number" "v 0 1 4 nine 11\n"
 gbad "garbage line" "0 1 4 9 11\n"
 printf 'v 0 1 4 9 11\n' > "$WORK/g5ok.sol"
 expect "Golomb checker: 0 1 4 9 11 is valid, length 11" checker_says "$GOLOMB/check.py" "$inst" "$WORK/g5ok.sol" 0 11
+printf 'marks\n' > "$WORK/gbad.txt"
+expect "Golomb: a bad instance file is an error (exit 2) naming the file" bash -c \
+    "\"$BIN\" $WORK/gbad.txt 1 </dev/null 2>&1 >/dev/null | grep -q gbad.txt && [ \"\${PIPESTATUS[0]}\" = 2 ]"
+printf '0\n' > "$WORK/lbad.txt"
+expect "LABS: a bad instance file is an error (exit 1) naming the file" bash -c \
+    "python3 $LABS/solve.py $WORK/lbad.txt </dev/null 2>&1 >/dev/null | grep -q lbad.txt && [ \"\${PIPESTATUS[0]}\" = 1 ]"
 expect "Golomb: bad unit is a usage error (exit 2)" bash -c "\"$BIN\" $inst x-1 </dev/null >/dev/null 2>&1; [ \$? = 2 ]"
 
 echo "$passed passed, $failed failed"
