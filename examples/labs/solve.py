@@ -42,8 +42,8 @@ from operator import mul
 stop_requested = False
 
 
-def on_sigterm(_signum, _frame):
-    """SIGTERM: ask the search loop to stop (it checks the flag after every step)."""
+def on_stop_signal(_signum, _frame):
+    """SIGTERM or SIGINT: ask the search loop to stop (it checks the flag after every step)."""
     global stop_requested
     stop_requested = True
 
@@ -119,6 +119,7 @@ def correlations(s):
 
 
 def energy_of(c):
+    """E = sum of C_k^2."""
     return sum(x * x for x in c[1:])
 
 
@@ -152,10 +153,12 @@ def apply_flip(s, c, i):
 
 
 def as_text(s):
+    """The sequence as printed on `v` lines: 1 for +1, 0 for -1."""
     return "".join("1" if x > 0 else "0" for x in s)
 
 
 def from_text(text, n):
+    """The inverse of as_text, or None if text is not a sequence of length n."""
     if len(text) != n or set(text) - {"0", "1"}:
         return None
     return [1 if ch == "1" else -1 for ch in text]
@@ -197,8 +200,8 @@ class Checkpoint:
 
 
 def main():
-    signal.signal(signal.SIGTERM, on_sigterm)
-    signal.signal(signal.SIGINT, on_sigterm)  # Ctrl-C by hand: the same clean stop
+    signal.signal(signal.SIGTERM, on_stop_signal)
+    signal.signal(signal.SIGINT, on_stop_signal)  # Ctrl-C by hand: the same clean stop
     # The instance: the first argument if it names a file, else $GRIND_INSTANCE (so a
     # campaign that passes its unit or seed as an argument works too; they are ignored).
     args = sys.argv[1:]
