@@ -157,6 +157,11 @@ pub fn check(spec: &CheckerSpec) -> Result<CheckReport> {
     policy
         .read_only
         .extend([spec.instance.clone(), spec.solution.clone()]);
+    if spec.program.exists() {
+        // The checker itself, wherever it is (a script outside the system directories must
+        // be readable to start at all).
+        policy.read_only.push(spec.program.clone());
+    }
     let prepared = policy.prepare()?;
     let report = prepared.report().clone();
     let mut cmd = Command::new(&spec.program);

@@ -47,6 +47,27 @@ fn a_valid_solution_gets_the_checkers_score() {
 }
 
 #[test]
+fn a_checker_outside_the_allowed_directories_can_still_start() {
+    // Only the checker program is copied out of the fixtures; nothing else names its
+    // directory in the sandbox, so under Landlock it starts only if `check` allows it.
+    let dir = tempfile::tempdir().unwrap();
+    let program = dir.path().join("own_check.sh");
+    std::fs::write(&program, "#!/bin/sh\necho 7\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut s = spec(dir.path(), "maxsat_check.py", MODEL);
+    s.program = program;
+    let report = checker::check(&s).unwrap();
+    assert_eq!(
+        report.verdict,
+        Verdict::Valid {
+            score: 7,
+            message: String::new()
+        }
+    );
+}
+
+#[test]
 fn an_invalid_solution_is_invalid_with_the_checkers_reason() {
     let dir = tempfile::tempdir().unwrap();
     // x1 = x2 = 1 violates the hard clause -1 -2.
