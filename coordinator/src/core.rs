@@ -696,16 +696,8 @@ impl Coordinator {
                     .read(move |conn| scheduler::worker_standing(conn, worker_id))
                     .await?;
                 match standing {
-                    None => {
-                        return Err(Error::NotFound(format!(
-                            "unknown worker {worker_id}: register first"
-                        )))
-                    }
-                    Some((_, true)) => {
-                        return Err(Error::PermissionDenied(format!(
-                            "worker {worker_id} is banned"
-                        )))
-                    }
+                    None => return Err(Error::UnknownWorker(worker_id)),
+                    Some((_, true)) => return Err(Error::Banned(worker_id)),
                     Some((token_id, false)) => {
                         if let Ok(mut admitted) = self.inner.admitted.lock() {
                             admitted.insert(worker_id, token_id);

@@ -1,5 +1,7 @@
 //! The coordinator's one error type, mapped to a gRPC status at the service edge.
 
+use grind_proto::refusal::refusal_status;
+use grind_proto::v1::refusal::Kind;
 use grind_shared::problem::ProblemError;
 use tonic::{Code, Status};
 
@@ -15,9 +17,16 @@ pub enum Error {
     /// The request is malformed.
     #[error("{0}")]
     InvalidArgument(String),
-    /// The caller may not do this (someone else's lease, a banned worker).
+    /// The caller may not do this (someone else's lease, another token's worker).
     #[error("{0}")]
     PermissionDenied(String),
+    /// The worker id is not known here: the worker must register (again). Sent with a typed
+    /// refusal (`grind_proto::refusal`), as is [`Error::Banned`].
+    #[error("unknown worker {0}: register first")]
+    UnknownWorker(i64),
+    /// The worker is banned: its calls are refused for good.
+    #[error("worker {0} is banned")]
+    Banned(i64),
     /// The request is well-formed but the state does not allow it.
     #[error("{0}")]
     FailedPrecondition(String),
@@ -38,6 +47,12 @@ pub enum Error {
 impl From<Error> for Status {
     fn from(err: Error) -> Status {
         let code = match &err {
+            Error::UnknownWorker(id) => {
+                return refusal_status(Code::NotFound, err.to_string(), Kind::UnknownWorker, *id)
+            }
+            Error::Banned(id) => {
+                return refusal_status(Code::PermissionDenied, err.to_string(), Kind::Banned, *id)
+            }
             Error::Store(_) | Error::Internal(_) => Code::Internal,
             Error::NotFound(_) => Code::NotFound,
             Error::InvalidArgument(_) | Error::Problem(_) => Code::InvalidArgument,

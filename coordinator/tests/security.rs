@@ -3,8 +3,10 @@
 mod common;
 
 use common::*;
+use grind_proto::refusal::refusal_of;
 use grind_proto::v1 as pb;
 use grind_proto::v1::admin_client::AdminClient;
+use grind_proto::v1::refusal::Kind;
 use grind_proto::v1::worker_client::WorkerClient;
 use grind_worker::connect::{authenticated, Access, AuthChannel};
 use std::process::Command;
@@ -179,7 +181,20 @@ async fn identities_are_bound_to_tokens_and_banned_workers_are_refused() {
         client: mallory.clone(),
         id: alice.id,
     };
-    assert_refused(mallory_as_alice.lease(1).await, Code::PermissionDenied);
+    let err = assert_refused(mallory_as_alice.lease(1).await, Code::PermissionDenied);
+    // A refused call, not a refused worker: no typed refusal (Alice is not banned).
+    assert_eq!(refusal_of(&err), None, "{err:?}");
+    // An id the coordinator never gave is refused as an unknown worker, typed.
+    let mut stranger = RawWorker {
+        client: alice.client.clone(),
+        id: alice.id + 1000,
+    };
+    let err = assert_refused(stranger.lease(1).await, Code::NotFound);
+    let refusal = refusal_of(&err).expect("a typed refusal");
+    assert_eq!(
+        (refusal.kind(), refusal.worker_id),
+        (Kind::UnknownWorker, alice.id + 1000)
+    );
     let taken = mallory
         .register(pb::RegisterRequest {
             previous_worker_id: alice.id,
@@ -206,6 +221,7 @@ async fn identities_are_bound_to_tokens_and_banned_workers_are_refused() {
         Code::PermissionDenied,
     );
     assert!(err.message().contains("banned"), "{err:?}");
+    assert_eq!(refusal_of(&err).map(|r| r.kind()), Some(Kind::Banned));
     let again = alice
         .client
         .register(pb::RegisterRequest {
@@ -213,7 +229,8 @@ async fn identities_are_bound_to_tokens_and_banned_workers_are_refused() {
             ..register
         })
         .await;
-    assert_refused(again, Code::PermissionDenied);
+    let err = assert_refused(again, Code::PermissionDenied);
+    assert_eq!(refusal_of(&err).map(|r| r.kind()), Some(Kind::Banned));
 
     // The unit went back to pending and an honest worker finishes the campaign.
     let mut honest =

@@ -1,15 +1,22 @@
 //! The grind worker: connects to a coordinator, leases units, solves them on a rayon pool
 //! (never on the async runtime's threads), heartbeats, reports improvements, and delivers
 //! results — holding them while the coordinator is unreachable.
+//!
+//! [`agent`] is the worker itself, written against [`coordinator::Coordinator`] (the calls
+//! it makes); [`client`] is the gRPC implementation, [`connect`] the channel and
+//! credentials, [`context`] what a running unit shares with the agent, [`events`] the
+//! machine-readable event stream (`--events`).
 
 pub mod agent;
 pub mod client;
 pub mod connect;
 pub mod context;
+pub mod coordinator;
 pub mod cpu;
+pub mod events;
 pub mod idle;
 
-pub use agent::run;
+pub use agent::{run, run_with};
 
 /// How a worker is set up.
 #[derive(Clone, Debug)]
@@ -33,6 +40,8 @@ pub struct WorkerConfig {
     /// is waited out before a stop takes effect, so a stop of an idle worker may take this
     /// long.
     pub idle_lease_wait_ms: u32,
+    /// Where to append the event stream, one JSON object per line (see [`events`]).
+    pub events: Option<std::path::PathBuf>,
 }
 
 impl WorkerConfig {
@@ -48,6 +57,7 @@ impl WorkerConfig {
             max_runtime: None,
             idle_only: false,
             idle_lease_wait_ms: 2_000,
+            events: None,
         }
     }
 }

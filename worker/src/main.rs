@@ -45,6 +45,11 @@ struct Args {
     /// Stop (checkpointing and handing work back, as on SIGTERM) after this many hours.
     #[arg(long, value_parser = parse_hours)]
     max_hours: Option<f64>,
+    /// Append a machine-readable event stream to FILE: one JSON object per line for each
+    /// registration, lease, acknowledged or refused result, release and stop (for harnesses;
+    /// the format is stable, see the `grind_worker::events` docs).
+    #[arg(long, value_name = "FILE")]
+    events: Option<PathBuf>,
 }
 
 fn parse_hours(text: &str) -> Result<f64, String> {
@@ -86,6 +91,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         args.ca_file.as_deref(),
     )?;
     config.idle_only = args.idle_only;
+    config.events = args.events;
     if let Some(hours) = args.max_hours {
         config.max_runtime = Some(std::time::Duration::from_secs_f64(hours * 3600.0));
     }

@@ -11,6 +11,7 @@ use std::time::Duration;
 use tokio::sync::{watch, Mutex};
 
 use crate::dbfault;
+use crate::logs;
 use crate::procs::{Binaries, CoordinatorProc, CoordinatorSettings, WorkerProc};
 use crate::proxy::{Mode, Proxy};
 use crate::ChaosError;
@@ -233,13 +234,18 @@ impl Cluster {
         let log = self
             .log_dir()
             .join(format!("worker-{index}.{incarnation}.log"));
+        let events = self.log_dir().join(format!(
+            "worker-{index}.{incarnation}{}",
+            logs::EVENTS_SUFFIX
+        ));
         let url = format!("http://{}", slot.proxy.addr());
-        *proc = Some(WorkerProc::start(
+        *proc = Some(WorkerProc::start_traced(
             &self.settings.binaries,
             &url,
             &slot.name,
             self.settings.threads,
             log,
+            Some(&events),
         )?);
         self.counts.worker_starts.fetch_add(1, Ordering::SeqCst);
         Ok(())

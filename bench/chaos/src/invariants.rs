@@ -1,6 +1,7 @@
 //! The invariants checked at the end of a run, reading the database directly (read-only)
-//! and comparing with the Admin API and the workers' logs. Each check counts how many
-//! individual facts it verified; every failure is a violation with a precise message.
+//! and comparing with the Admin API and the workers' event streams. Each check counts how
+//! many individual facts it verified (a chaos run then requires a floor of facts per check:
+//! [`crate::floors`]); every failure is a violation with a precise message.
 //!
 //! Store and event-log checks ([`check_store`]) hold for any grind database, honest or
 //! not, and are also used by the hostile-worker suite; [`check_run`] adds what a chaos run
@@ -682,7 +683,8 @@ pub struct RunFacts<'a> {
     pub campaigns: &'a [Tracked],
     /// The Admin API's view of each of them (by campaign id).
     pub admin: &'a BTreeMap<i64, AdminView>,
-    /// Leases whose results the workers heard accepted.
+    /// Leases whose results the workers heard accepted (from their event streams), with the
+    /// stream that says so.
     pub accepted_leases: &'a BTreeMap<i64, PathBuf>,
     /// Coordinator processes the harness started.
     pub coordinator_starts: u64,

@@ -3,19 +3,22 @@
 //! seeded fault scheduler SIGKILL and restart workers and the coordinator, cut, stall, delay
 //! and lose the traffic between workers and the coordinator (through a TCP proxy per
 //! worker), and make the database unwritable for a while. At the end every invariant is
-//! checked against the database (read-only), the Admin API and the workers' logs.
+//! checked against the database (read-only), the Admin API and the workers' event streams,
+//! and every check must have verified as many facts as the run makes likely.
 //!
 //! Layout: [`rng`] (seeded draws), [`answers`] (reference answers), [`procs`] (the
 //! processes), [`proxy`] (the fault proxy), [`dbfault`] (the unwritable database),
 //! [`cluster`] (processes + proxies), [`faults`] (the plan and its execution),
 //! [`workload`] (campaigns), [`observe`] (watching the store during the run), [`logs`]
-//! (what the processes said), [`invariants`] (the end-of-run checks), [`run`] (one run),
-//! [`report`] (its figures).
+//! (what the processes said: the workers' event streams and panics), [`invariants`] (the
+//! end-of-run checks), [`floors`] (how many facts each check must verify), [`run`] (one
+//! run), [`report`] (its figures).
 
 pub mod answers;
 pub mod cluster;
 pub mod dbfault;
 pub mod faults;
+pub mod floors;
 pub mod invariants;
 pub mod logs;
 pub mod observe;

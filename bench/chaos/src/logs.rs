@@ -1,38 +1,75 @@
-//! What the processes' logs say: which leases' results each worker heard accepted (the
-//! worker logs `lease N: result accepted` when the coordinator acknowledges a result as
-//! new), and whether anything panicked.
+//! What the processes said: which leases' results each worker heard accepted — read from the
+//! workers' event streams (`grind-worker --events`, one JSON object per line, a format the
+//! worker pins with a test), not from their human logs, whose wording and levels may change —
+//! and whether anything panicked (from the logs).
 
+use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// Leases whose results a worker heard accepted, with the log that says so.
-pub fn accepted_leases(log_dir: &Path) -> BTreeMap<i64, PathBuf> {
-    let mut accepted = BTreeMap::new();
-    for path in log_files(log_dir, "worker-") {
+/// The file name ending of a worker's event stream beside its log.
+pub const EVENTS_SUFFIX: &str = ".events.jsonl";
+
+/// What the workers' event streams say.
+#[derive(Clone, Debug, Default)]
+pub struct Heard {
+    /// Leases whose results a worker heard accepted, with the stream that says so.
+    pub accepted: BTreeMap<i64, PathBuf>,
+    /// Event streams read.
+    pub streams: usize,
+    /// Lines that are not events (a SIGKILLed worker's unfinished last line excepted).
+    pub malformed: Vec<String>,
+}
+
+/// The fields of an event line the harness reads.
+#[derive(Deserialize)]
+struct Line {
+    event: String,
+    #[serde(default)]
+    lease_id: Option<i64>,
+}
+
+/// Reads every worker event stream in `log_dir`.
+pub fn heard(log_dir: &Path) -> Heard {
+    let mut heard = Heard::default();
+    for path in log_files(log_dir, "worker-", EVENTS_SUFFIX) {
+        heard.streams += 1;
         let text = std::fs::read_to_string(&path).unwrap_or_default();
-        for line in text.lines() {
-            if let Some(lease) = accepted_lease(line) {
-                accepted.insert(lease, path.clone());
+        let complete = text.ends_with('\n');
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, line) in lines.iter().enumerate() {
+            match serde_json::from_str::<Line>(line) {
+                Ok(event) => {
+                    if event.event == "result_accepted" {
+                        match event.lease_id {
+                            Some(lease) => {
+                                heard.accepted.insert(lease, path.clone());
+                            }
+                            None => heard.malformed.push(format!(
+                                "{}:{}: result_accepted without a lease_id",
+                                path.display(),
+                                i + 1
+                            )),
+                        }
+                    }
+                }
+                // A worker killed in the middle of a write leaves its last line unfinished.
+                Err(_) if i + 1 == lines.len() && !complete => {}
+                Err(e) => {
+                    heard
+                        .malformed
+                        .push(format!("{}:{}: {e}: {line}", path.display(), i + 1))
+                }
             }
         }
     }
-    accepted
-}
-
-/// The lease id of a `lease N: result accepted` log line.
-pub fn accepted_lease(line: &str) -> Option<i64> {
-    let rest = &line[line.find("lease ")? + "lease ".len()..];
-    let (number, tail) = rest.split_once(':')?;
-    if tail.trim() != "result accepted" {
-        return None;
-    }
-    number.trim().parse().ok()
+    heard
 }
 
 /// Lines reporting a panic, with their file, from every log.
 pub fn panics(log_dir: &Path) -> Vec<String> {
     let mut found = Vec::new();
-    for path in log_files(log_dir, "") {
+    for path in log_files(log_dir, "", ".log") {
         let text = std::fs::read_to_string(&path).unwrap_or_default();
         for line in text.lines().filter(|l| l.contains("panicked")) {
             found.push(format!("{}: {line}", path.display()));
@@ -41,7 +78,7 @@ pub fn panics(log_dir: &Path) -> Vec<String> {
     found
 }
 
-fn log_files(dir: &Path, prefix: &str) -> Vec<PathBuf> {
+fn log_files(dir: &Path, prefix: &str, suffix: &str) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .map(|entries| {
             entries
@@ -50,7 +87,7 @@ fn log_files(dir: &Path, prefix: &str) -> Vec<PathBuf> {
                 .filter(|p| {
                     p.file_name()
                         .and_then(|n| n.to_str())
-                        .is_some_and(|n| n.starts_with(prefix) && n.ends_with(".log"))
+                        .is_some_and(|n| n.starts_with(prefix) && n.ends_with(suffix))
                 })
                 .collect()
         })
@@ -64,13 +101,38 @@ mod tests {
     use super::*;
 
     #[test]
-    fn parses_acceptance_lines() {
-        let line = "2026-11-22T06:00:00Z  INFO grind_worker::agent: lease 42: result accepted";
-        assert_eq!(accepted_lease(line), Some(42));
-        assert_eq!(
-            accepted_lease("INFO lease 42: the unit is already finished"),
-            None
-        );
-        assert_eq!(accepted_lease("INFO lease 4"), None);
+    fn acceptances_come_from_the_event_streams() {
+        let dir = tempfile::tempdir().unwrap();
+        // Lines as grind-worker writes them (see grind_worker::events' format test).
+        std::fs::write(
+            dir.path().join(format!("worker-0.0{EVENTS_SUFFIX}")),
+            concat!(
+                r#"{"event":"registered","worker_id":1,"at_ms":5}"#,
+                "\n",
+                r#"{"event":"result_accepted","worker_id":1,"lease_id":42,"campaign_id":1,"unit_id":7,"at_ms":6}"#,
+                "\n",
+                r#"{"event":"result_duplicate","worker_id":1,"lease_id":43,"campaign_id":1,"unit_id":8,"at_ms":7}"#,
+                "\n",
+                // Killed mid-line.
+                r#"{"event":"result_acc"#,
+            ),
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join(format!("worker-1.0{EVENTS_SUFFIX}")),
+            "not json\n{\"event\":\"result_accepted\",\"lease_id\":50}\n",
+        )
+        .unwrap();
+        // A log line saying the same is not a source.
+        std::fs::write(
+            dir.path().join("worker-2.0.log"),
+            "INFO grind_worker::agent: lease 60: result accepted\n",
+        )
+        .unwrap();
+        let heard = heard(dir.path());
+        assert_eq!(heard.streams, 2);
+        assert_eq!(heard.accepted.keys().copied().collect::<Vec<_>>(), [42, 50]);
+        assert_eq!(heard.malformed.len(), 1, "{:?}", heard.malformed);
+        assert!(heard.malformed[0].contains("worker-1.0"));
     }
 }

@@ -253,10 +253,25 @@ impl WorkerProc {
         threads: usize,
         log: PathBuf,
     ) -> Result<WorkerProc, ChaosError> {
+        WorkerProc::start_traced(bins, url, name, threads, log, None)
+    }
+
+    /// As [`WorkerProc::start`], writing the worker's event stream (`--events`) to `events`.
+    pub fn start_traced(
+        bins: &Binaries,
+        url: &str,
+        name: &str,
+        threads: usize,
+        log: PathBuf,
+        events: Option<&Path>,
+    ) -> Result<WorkerProc, ChaosError> {
         let mut cmd = Command::new(&bins.worker);
         cmd.args(["--coordinator", url, "--name", name, "--threads"])
-            .arg(threads.to_string())
-            .env("RUST_LOG", "info")
+            .arg(threads.to_string());
+        if let Some(events) = events {
+            cmd.arg("--events").arg(events);
+        }
+        cmd.env("RUST_LOG", "info")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log_file(&log)?)

@@ -12,6 +12,7 @@ use tokio::time::Instant;
 
 use crate::cluster::{Cluster, ClusterSettings};
 use crate::faults::{self, FaultKind};
+use crate::floors::{self, Scale};
 use crate::invariants::{self, AdminView, RunFacts};
 use crate::logs;
 use crate::observe::{self, Observer};
@@ -128,7 +129,14 @@ pub async fn run(settings: RunSettings) -> Result<RunReport, ChaosError> {
 
     let mut problems = cluster.problems();
     problems.extend(logs::panics(&cluster.log_dir()));
-    let accepted = logs::accepted_leases(&cluster.log_dir());
+    let heard = logs::heard(&cluster.log_dir());
+    problems.extend(
+        heard
+            .malformed
+            .iter()
+            .map(|line| format!("not a worker event: {line}")),
+    );
+    let accepted = heard.accepted;
     let mut conn = observe::open_read_only(cluster.db())?;
     let facts = RunFacts {
         campaigns: &campaigns,
@@ -145,6 +153,9 @@ pub async fn run(settings: RunSettings) -> Result<RunReport, ChaosError> {
             settings.drain
         )
     });
+    // Last: every check must have verified as many facts as the run makes likely.
+    let scale = Scale::read(&conn, campaigns.len() as u64)?;
+    floors::require(&mut verdict, &floors::floors(&scale));
     let store = StoreFigures::read(&conn)?;
 
     let mut by_problem = BTreeMap::new();

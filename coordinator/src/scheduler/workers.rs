@@ -38,10 +38,7 @@ pub fn register_worker(
         // An identity is only taken back by the token that created it.
         if let Some((host, banned, _)) = known.filter(|k| k.2 == token_id) {
             if banned {
-                return Err(Error::PermissionDenied(format!(
-                    "worker {} is banned",
-                    req.previous_worker_id
-                )));
+                return Err(Error::Banned(req.previous_worker_id));
             }
             if host == req.host {
                 ctx.conn
@@ -115,12 +112,8 @@ pub fn touch_worker(ctx: &Ctx, worker_id: i64) -> Result<(), Error> {
         .query_row(params![worker_id], |r| Ok((r.get(0)?, r.get(1)?)))
         .optional()?;
     match found {
-        None => Err(Error::NotFound(format!(
-            "unknown worker {worker_id}: register first"
-        ))),
-        Some((true, _)) => Err(Error::PermissionDenied(format!(
-            "worker {worker_id} is banned"
-        ))),
+        None => Err(Error::UnknownWorker(worker_id)),
+        Some((true, _)) => Err(Error::Banned(worker_id)),
         Some((false, seen)) => {
             if ctx.now - seen >= SEEN_RESOLUTION_MS {
                 ctx.conn

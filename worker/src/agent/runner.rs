@@ -1,0 +1,158 @@
+//! The CPU side: units solve on a rayon pool (never on the async runtime's threads), each
+//! measured for CPU time and caught if it panics, and report back through the unit events
+//! channel.
+
+use grind_shared::problem::{Problem, ProblemError, SolveContext};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+use tokio::sync::mpsc;
+
+use crate::context::{Finished, UnitContext, UnitEvent};
+use crate::{cpu, WorkerError};
+
+/// Tracks whether a unit ran alone on this worker for its whole life (then the process CPU
+/// clock measures it exactly; otherwise its solving thread's clock is used).
+/// Process-wide, because several workers may share one process (`grind run --workers N`).
+struct CpuAccounting {
+    active: AtomicUsize,
+    starts: AtomicUsize,
+}
+
+static ACCOUNTING: CpuAccounting = CpuAccounting {
+    active: AtomicUsize::new(0),
+    starts: AtomicUsize::new(0),
+};
+
+/// The solving threads and the channel their units report on.
+pub(super) struct Runner {
+    pool: Arc<rayon::ThreadPool>,
+    events: mpsc::UnboundedSender<UnitEvent>,
+}
+
+impl Runner {
+    /// A pool of `threads` solving threads, and the receiving end of their events.
+    pub(super) fn new(
+        threads: usize,
+    ) -> Result<(Runner, mpsc::UnboundedReceiver<UnitEvent>), WorkerError> {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|i| format!("grind-solve-{i}"))
+            .build()
+            .map_err(|e| WorkerError::Setup(format!("cannot start the CPU pool: {e}")))?;
+        let (events, rx) = mpsc::unbounded_channel();
+        Ok((
+            Runner {
+                pool: Arc::new(pool),
+                events,
+            },
+            rx,
+        ))
+    }
+
+    /// Where a unit's context sends its events.
+    pub(super) fn events(&self) -> mpsc::UnboundedSender<UnitEvent> {
+        self.events.clone()
+    }
+
+    /// Solves `payload` with `problem` on the pool; its end (a panic becomes a solver error)
+    /// arrives as [`UnitEvent::Finished`] with the CPU and wall time it took.
+    pub(super) fn spawn(
+        &self,
+        lease_id: i64,
+        problem: Arc<dyn Problem>,
+        payload: Vec<u8>,
+        ctx: Arc<UnitContext>,
+    ) {
+        let accounting = &ACCOUNTING;
+        self.pool.spawn(move || {
+            accounting.active.fetch_add(1, Ordering::AcqRel);
+            let starts_before = accounting.starts.fetch_add(1, Ordering::AcqRel) + 1;
+            let (thread0, process0, wall0) = (
+                cpu::thread_seconds(),
+                cpu::process_seconds(),
+                Instant::now(),
+            );
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                problem.solve(&payload, ctx.as_ref())
+            }))
+            .unwrap_or_else(|panic| {
+                let what = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "unknown panic".into());
+                Err(ProblemError::Solver(format!("solver panicked: {what}")))
+            });
+            let alone = accounting.active.load(Ordering::Acquire) == 1
+                && accounting.starts.load(Ordering::Acquire) == starts_before;
+            let cpu_seconds = if alone {
+                cpu::process_seconds() - process0
+            } else {
+                cpu::thread_seconds() - thread0
+            };
+            accounting.active.fetch_sub(1, Ordering::AcqRel);
+            let claim_bound = SolveContext::bound(ctx.as_ref());
+            ctx.send(UnitEvent::Finished(Finished {
+                lease_id,
+                outcome,
+                cpu_seconds,
+                wall_seconds: wall0.elapsed().as_secs_f64(),
+                claim_bound,
+            }));
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::context::SharedBound;
+    use grind_shared::problem::{Objective, SplitBatch, UnitOutcome};
+
+    /// A problem whose solver panics.
+    struct Panics;
+
+    impl Problem for Panics {
+        fn objective(&self) -> Objective {
+            Objective::Count
+        }
+        fn split(&self, _: Option<&[u8]>, _: usize) -> Result<SplitBatch, ProblemError> {
+            Ok(SplitBatch {
+                units: Vec::new(),
+                next: None,
+            })
+        }
+        fn solve(&self, _: &[u8], _: &dyn SolveContext) -> Result<UnitOutcome, ProblemError> {
+            panic!("the solver fell over")
+        }
+    }
+
+    #[tokio::test]
+    async fn a_panicking_solver_becomes_a_solver_error() {
+        let (runner, mut events) = Runner::new(1).unwrap();
+        let ctx = Arc::new(UnitContext::new(
+            9,
+            1,
+            Vec::new(),
+            None,
+            Arc::new(SharedBound::new(Objective::Count, None)),
+            runner.events(),
+        ));
+        runner.spawn(9, Arc::new(Panics), Vec::new(), ctx);
+        let event = tokio::time::timeout(std::time::Duration::from_secs(30), events.recv())
+            .await
+            .expect("the unit reports within 30 s")
+            .expect("an event");
+        let UnitEvent::Finished(done) = event else {
+            panic!("expected the unit's end, got {event:?}");
+        };
+        assert_eq!(done.lease_id, 9);
+        let err = done.outcome.unwrap_err().to_string();
+        assert!(
+            err.contains("solver panicked: the solver fell over"),
+            "{err}"
+        );
+        assert!(done.cpu_seconds >= 0.0 && done.wall_seconds >= 0.0);
+    }
+}
