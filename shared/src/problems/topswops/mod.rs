@@ -225,9 +225,15 @@ impl ProblemDef for Topswops {
         Ok(Some(members))
     }
 
-    /// Discovery and proof mode on small decks.
+    /// Discovery and proof mode on small decks, and a short heuristic campaign (block
+    /// growth in stages, then one climb round).
     fn examples() -> Vec<Value> {
-        vec![json!({"n": 7}), json!({"n": 7, "target": 15})]
+        vec![
+            json!({"n": 7}),
+            json!({"n": 7, "target": 15}),
+            json!({"n": 13, "heuristic": true, "k": 4, "units": 3, "polish_stall": 0,
+                   "rounds": 1, "budget": 2000}),
+        ]
     }
 }
 
