@@ -4,7 +4,7 @@
 //! `cargo bench -p grind-shared --bench topswops_climb -- DECK.json ROUNDS [UNITS [BUDGET]]`
 //! (DECK.json: a solution document `{"deck": [...]}`, e.g. a campaign's best).
 
-use grind_shared::problem::{LocalContext, Problem, UnitOutcome};
+use grind_shared::problem::{LocalContext, Problem, UnitOutcome, Verification};
 use grind_shared::problems::topswops::{Topswops, TopswopsParams};
 use grind_shared::registry::ProblemDef;
 use serde_json::{json, Value};

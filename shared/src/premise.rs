@@ -41,7 +41,7 @@ impl Premise {
 /// The instance whose proven result another instance builds on (a family member's
 /// predecessor: the sieve's N - 1 for N). The coordinator links a new campaign to a campaign
 /// of `problem` whose parameters match `params` (compared like [`Premise::params`]) and,
-/// once that campaign has finished, hands its result to [`crate::problem::Problem::inherit`].
+/// once that campaign has finished, hands its result to [`crate::problem::Chains::inherit`].
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Predecessor {
     /// Short name for people of the predecessor's optimum, e.g. `opt(499)`: the label of the

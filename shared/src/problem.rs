@@ -134,14 +134,14 @@ pub enum UnitOutcome {
         /// Its best solution, if it found one that beat the bound it was given.
         best: Option<Scored>,
         /// In proof mode, every solution of the unit that reaches the target (each is
-        /// checked by [`Problem::verify_sample`]).
+        /// checked by [`Verification::verify_sample`]).
         hits: Vec<Value>,
     },
     /// Sample objective: the unit's objects.
     Samples(Vec<Value>),
     /// Optimisation by expansion (best-first searches whose results create new units): the
     /// unit was searched, and these follow-up units join the campaign. The coordinator
-    /// checks each child with [`Problem::child_priority`], drops children it has seen
+    /// checks each child with [`Units::child_priority`], drops children it has seen
     /// before (same payload), and grants pending units lowest priority first.
     Expanded {
         /// The unit's best solution, if it beat the bound it was given.
@@ -183,7 +183,23 @@ pub trait SolveContext: Sync {
 }
 
 /// A problem instance with validated parameters: splitter, solver and verifier.
-pub trait Problem: Send + Sync + 'static {
+///
+/// Three methods are required ([`Problem::objective`], [`Problem::split`],
+/// [`Problem::solve`]); the others here describe the search and have defaults. What a
+/// problem may do beyond that is grouped into capabilities, each a supertrait whose methods
+/// all have defaults, so a problem states every capability (`impl Units for X {}` when it
+/// has nothing to add) and overrides only what it supports:
+///
+/// | capability | methods | what it is for |
+/// |---|---|---|
+/// | [`Verification`] | `score`, `verify_sample` | the coordinator checks every claim |
+/// | [`Units`] | `check_donation`, `child_priority`, `join_units`, `bound_of_unit` | units beyond split and solve: donation, expansion, joining, per-unit bounds |
+/// | [`Chains`] | `premises`, `predecessor`, `inherit`, `proven_solution` | results that build on other campaigns' results |
+/// | [`Presentation`] | `render`, `render_samples`, `parse_submission`, `drawing` | showing results to people and reading submissions back |
+///
+/// Callers holding a `dyn Problem` (or a `P: Problem`) call every method directly; code
+/// naming a concrete problem type imports the capability traits it calls.
+pub trait Problem: Verification + Units + Chains + Presentation + Send + Sync + 'static {
     /// What the campaign computes.
     fn objective(&self) -> Objective;
 
@@ -235,7 +251,11 @@ pub trait Problem: Send + Sync + 'static {
 
     /// Solves one unit. Runs on a worker's CPU pool; may use rayon inside.
     fn solve(&self, payload: &[u8], ctx: &dyn SolveContext) -> Result<UnitOutcome, ProblemError>;
+}
 
+/// Capability: checking what workers claim. Workers are untrusted; the coordinator accepts
+/// a solution or a sample only once this says it is valid.
+pub trait Verification {
     /// Verifies an optimisation solution and returns its true score.
     fn score(&self, solution: &Value) -> Result<i64, ProblemError> {
         let _ = solution;
@@ -252,17 +272,11 @@ pub trait Problem: Send + Sync + 'static {
             "this problem produces no samples".into(),
         ))
     }
+}
 
-    /// Checks that `child` is a legitimate follow-up unit of the unit `parent` (see
-    /// [`UnitOutcome::Expanded`]) and returns its priority: pending units are granted
-    /// smallest priority first. The default refuses: the problem spawns no units.
-    fn child_priority(&self, parent: &[u8], child: &[u8]) -> Result<i64, ProblemError> {
-        let _ = (parent, child);
-        Err(ProblemError::Unsupported(
-            "this problem does not expand units into new units".into(),
-        ))
-    }
-
+/// Capability: units beyond split and solve. A running unit may donate parts of itself,
+/// expand into follow-up units, be joined with its neighbours, or carry a bound of its own.
+pub trait Units {
     /// Checks a donation before the coordinator accepts it: a worker holding the unit `old`
     /// keeps `remaining` and hands `donated` back as new units. Accepts only when they cover
     /// exactly `old` (nothing outside it, no overlap, and nothing of it dropped unless the
@@ -279,6 +293,16 @@ pub trait Problem: Send + Sync + 'static {
         let _ = (old, remaining, donated, bound);
         Err(ProblemError::Unsupported(
             "this problem's units are never split by donation".into(),
+        ))
+    }
+
+    /// Checks that `child` is a legitimate follow-up unit of the unit `parent` (see
+    /// [`UnitOutcome::Expanded`]) and returns its priority: pending units are granted
+    /// smallest priority first. The default refuses: the problem spawns no units.
+    fn child_priority(&self, parent: &[u8], child: &[u8]) -> Result<i64, ProblemError> {
+        let _ = (parent, child);
+        Err(ProblemError::Unsupported(
+            "this problem does not expand units into new units".into(),
         ))
     }
 
@@ -300,7 +324,11 @@ pub trait Problem: Send + Sync + 'static {
         let _ = payload;
         None
     }
+}
 
+/// Capability: results that build on other results. An instance may state premises, build
+/// on a predecessor's proven result, and restate its best solution once proven.
+pub trait Chains {
     /// The results this instance's proof takes as given because its parameters state them
     /// (for example Topswops `--known` f(m), used as pruning bounds). The coordinator asks
     /// once, when it creates the campaign from the parameters as given, stores the answer
@@ -314,7 +342,7 @@ pub trait Problem: Send + Sync + 'static {
     /// The instance whose proven result this one builds on (for example the sieve's N - 1,
     /// whose optimal game and value give N a starting game and a ceiling). The coordinator
     /// asks once, at creation, and links the campaign to a matching campaign of the same
-    /// database; see [`Problem::inherit`]. The default: none.
+    /// database; see [`Chains::inherit`]. The default: none.
     fn predecessor(&self) -> Option<crate::premise::Predecessor> {
         None
     }
@@ -341,20 +369,11 @@ pub trait Problem: Send + Sync + 'static {
         let _ = solution;
         None
     }
+}
 
-    /// Reads one entry of a submission file (what [`Problem::render`] writes for a solution)
-    /// back into a solution document, for importing previous submissions. The default reads
-    /// a JSON document.
-    fn parse_submission(&self, text: &str) -> Result<Value, ProblemError> {
-        serde_json::from_str(text.trim())
-            .map_err(|e| ProblemError::InvalidSolution(format!("not a JSON solution: {e}")))
-    }
-
-    /// Renders a sample campaign's samples for export (default: one JSON document a line).
-    fn render_samples(&self, samples: &[Value]) -> String {
-        samples.iter().map(|s| format!("{s}\n")).collect()
-    }
-
+/// Capability: showing results to people (text for export and contest submissions, a
+/// drawing for the web pages) and reading submissions back.
+pub trait Presentation {
     /// Renders a result for people and contest submissions: the best solution (optimisation),
     /// the total (count), or nothing special. The default is the JSON text or the value.
     fn render(&self, value: &str, solution: Option<&Value>) -> String {
@@ -362,6 +381,27 @@ pub trait Problem: Send + Sync + 'static {
             Some(sol) => format!("{value}\n{sol}\n"),
             None => format!("{value}\n"),
         }
+    }
+
+    /// Renders a sample campaign's samples for export (default: one JSON document a line).
+    fn render_samples(&self, samples: &[Value]) -> String {
+        samples.iter().map(|s| format!("{s}\n")).collect()
+    }
+
+    /// Reads one entry of a submission file (what [`Presentation::render`] writes for a
+    /// solution) back into a solution document, for importing previous submissions. The
+    /// default reads a JSON document.
+    fn parse_submission(&self, text: &str) -> Result<Value, ProblemError> {
+        serde_json::from_str(text.trim())
+            .map_err(|e| ProblemError::InvalidSolution(format!("not a JSON solution: {e}")))
+    }
+
+    /// A drawing of `solution` (a campaign's best solution, already verified) for the web
+    /// pages, in the neutral vocabulary of [`crate::drawing`]; `None` (the default) when the
+    /// text rendering says it all or the document is not one this problem draws.
+    fn drawing(&self, solution: &Value) -> Option<crate::drawing::Drawing> {
+        let _ = solution;
+        None
     }
 }
 

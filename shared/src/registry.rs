@@ -34,6 +34,16 @@ pub trait ProblemDef: Problem + Sized {
         let _ = params;
         Ok(None)
     }
+
+    /// Small parameters that run a whole campaign in well under a second (in a debug
+    /// build) and find something to verify: the conformance test
+    /// ([`crate::conformance`]) runs each through the generic local driver, and fails for
+    /// a registered problem with none. Cover each mode the problem has (exact and heuristic,
+    /// discovery and proof, each objective it can take). JSON parameters as stored; fields
+    /// left out take their defaults.
+    fn examples() -> Vec<Value> {
+        Vec::new()
+    }
 }
 
 /// A problem built from JSON parameters: its canonical parameters and the instance.
@@ -51,6 +61,7 @@ pub struct ProblemEntry {
     params_from_matches: fn(&ArgMatches) -> Result<Value, ProblemError>,
     build: fn(&Value) -> Result<Built, ProblemError>,
     family: fn(&Value) -> Result<Option<Vec<Value>>, ProblemError>,
+    examples: fn() -> Vec<Value>,
 }
 
 impl ProblemEntry {
@@ -64,6 +75,7 @@ impl ProblemEntry {
             params_from_matches: params_from_matches::<P>,
             build: build::<P>,
             family: family::<P>,
+            examples: P::examples,
         }
     }
 
@@ -87,6 +99,11 @@ impl ProblemEntry {
     /// [`ProblemDef::family`]); `None` for a single instance.
     pub fn family(&self, params: &Value) -> Result<Option<Vec<Value>>, ProblemError> {
         (self.family)(params)
+    }
+
+    /// See [`ProblemDef::examples`].
+    pub fn examples(&self) -> Vec<Value> {
+        (self.examples)()
     }
 }
 

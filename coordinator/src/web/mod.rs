@@ -5,7 +5,7 @@
 //! Layout: [`routes`] (the URL table and the page handlers), [`api`] (JSON and metrics
 //! handlers), [`events`] (the live-update stream), [`gate`] (admin tokens when required), [`data`] (what pages show, read from the
 //! store), [`estimate`] (progress and ETA), [`pages`] and [`html`] (HTML rendering),
-//! [`svg`] (plots and drawings), [`incumbent`] (which drawing fits a solution), [`assets`]
+//! [`svg`] (plots and figures), [`incumbent`] (the problem's drawing of its solution), [`assets`]
 //! (the embedded stylesheet and script).
 //!
 //! HTML is written with `maud` (escaped by construction) and served with a
@@ -146,7 +146,6 @@ fn render_incumbent(
     if status.value.is_empty() && status.solution_json.is_empty() {
         return Ok((None, None));
     }
-    let params: serde_json::Value = serde_json::from_str(&status.params_json).unwrap_or_default();
     let solution: Option<serde_json::Value> = serde_json::from_str(&status.solution_json).ok();
     let mut text = if problem.objective() == Objective::Sample {
         let mut stmt = conn.prepare_cached(
@@ -178,8 +177,6 @@ fn render_incumbent(
         text.truncate(cut);
         text.push_str("\n… (export for the whole result)\n");
     }
-    let drawing = solution
-        .as_ref()
-        .and_then(|s| incumbent::draw(&status.problem, &params, s));
+    let drawing = solution.as_ref().and_then(|s| incumbent::draw(problem, s));
     Ok((Some(text), drawing))
 }

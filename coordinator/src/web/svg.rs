@@ -1,9 +1,10 @@
-//! SVG drawings: the best-value-over-time plot, a Topswops game (a deck and its flips), and a
-//! walk on a grid of cities. Written with `maud` (escaped by construction), with explicit
+//! SVG drawings: the best-value-over-time plot, and the figures problems draw of their
+//! solutions ([`grind_shared::drawing::Figure`]). Written with `maud` (escaped by construction), with explicit
 //! closing tags so the same text is valid inside HTML and as a standalone XML document, and
 //! without inline styles (sizes are attributes). Every drawing scales down with its
 //! container (viewBox, `max-width: 100%`), so it stays readable on a phone.
 
+use grind_shared::drawing::{Anchor, Figure, Shape};
 use maud::{html, Markup};
 
 use super::html::fmt_duration;
@@ -84,137 +85,44 @@ pub fn best_over_time(points: &[Point], start_ms: i64, end_ms: i64) -> Markup {
     }
 }
 
-/// Most flips drawn (a longer game is cut, with a note).
-pub const MAX_FLIPS_DRAWN: usize = 400;
-/// Largest deck drawn flip by flip; larger decks are drawn as rows of cards.
-pub const MAX_CARDS_PER_FLIP_ROW: usize = 24;
-
-/// Whether `deck` is a permutation of 1..=n.
-pub fn is_deck(deck: &[u64]) -> bool {
-    let n = deck.len();
-    let mut seen = vec![false; n + 1];
-    n > 0
-        && deck.iter().all(|&c| {
-            let ok = c >= 1 && c as usize <= n && !seen[c as usize];
-            if ok {
-                seen[c as usize] = true;
-            }
-            ok
-        })
+/// A problem's figure ([`grind_shared::drawing::Figure`]) as inline SVG: each shape an
+/// element with the figure's class names, hover titles as `<title>` children.
+pub fn figure(figure: &Figure) -> Markup {
+    let view_box = format!("0 0 {} {}", figure.width, figure.height);
+    html! {
+        svg class=(figure.style) viewBox=(view_box) width=(figure.shown_width) role="img"
+            aria-label=(figure.label) xmlns="http://www.w3.org/2000/svg" {
+            @for shape in &figure.shapes { (self::shape(shape)) }
+        }
+    }
 }
 
-/// A Topswops game drawn flip by flip: one row per deck state, the cards about to be
-/// reversed highlighted. `None` unless `deck` is a permutation of at most
-/// [`MAX_CARDS_PER_FLIP_ROW`] cards.
-pub fn topswops(deck: &[u64]) -> Option<Markup> {
-    let n = deck.len();
-    if !is_deck(deck) || n > MAX_CARDS_PER_FLIP_ROW {
-        return None;
-    }
-    let mut states = vec![deck.to_vec()];
-    let mut d = deck.to_vec();
-    while d[0] != 1 && states.len() <= MAX_FLIPS_DRAWN {
-        let k = d[0] as usize;
-        d[..k].reverse();
-        states.push(d.clone());
-    }
-    let cut = d[0] != 1;
-    const CELL: usize = 22;
-    const LABEL: usize = 40;
-    let w = LABEL + n * CELL + 4;
-    let h = states.len() * CELL + if cut { CELL } else { 4 };
-    let label = format!("Topswops deck and its {} flips", states.len() - 1);
-    Some(html! {
-        svg.deck viewBox=(format!("0 0 {w} {h}")) width=(w) role="img" aria-label=(label)
-            xmlns="http://www.w3.org/2000/svg" {
-            @for (row, state) in states.iter().enumerate() {
-                @let y = row * CELL;
-                @let flip = if state[0] != 1 { state[0] as usize } else { 0 };
-                text.tick x=(LABEL - 6) y=(y + 15) text-anchor="end" { (row) }
-                @for (col, card) in state.iter().enumerate() {
-                    @let x = LABEL + col * CELL;
-                    rect.card.flip[col < flip] x=(x) y=(y) width=(CELL - 2) height=(CELL - 2) rx="3" {}
-                    text.cardtext x=(x + (CELL - 2) / 2) y=(y + 15) text-anchor="middle" { (card) }
+fn shape(shape: &Shape) -> Markup {
+    html! {
+        @match shape {
+            Shape::Rect { x, y, width, height, rx, style, title } => {
+                rect class=(style.join(" ")) x=(x) y=(y) width=(width) height=(height) rx=(rx) {
+                    @if let Some(title) = title { title { (title) } }
                 }
             }
-            @if cut {
-                text.tick x=(LABEL) y=(h - 6) { "… (first " (MAX_FLIPS_DRAWN) " flips shown)" }
+            Shape::Text { x, y, anchor, style, text } => {
+                @let anchor = match anchor {
+                    Anchor::Start => None,
+                    Anchor::Middle => Some("middle"),
+                    Anchor::End => Some("end"),
+                };
+                text class=(style) x=(x) y=(y) text-anchor=[anchor] { (text) }
             }
-        }
-    })
-}
-
-/// Cards (or steps) per row when a long sequence is wrapped.
-pub const PER_ROW: usize = 10;
-
-/// A long deck wrapped in rows of [`PER_ROW`] cards, each row labelled with the position of
-/// its first card (1 = top), the first flip's cards highlighted. `None` unless `deck` is a
-/// permutation.
-pub fn deck_rows(deck: &[u64]) -> Option<Markup> {
-    if !is_deck(deck) {
-        return None;
-    }
-    const CELL: usize = 30;
-    const LABEL: usize = 44;
-    let rows = deck.len().div_ceil(PER_ROW);
-    let cols = deck.len().min(PER_ROW);
-    let (w, h) = (LABEL + cols * CELL + 2, rows * CELL + 2);
-    let flip = if deck[0] != 1 { deck[0] as usize } else { 0 };
-    let label = format!("Topswops deck of {} cards, top first", deck.len());
-    Some(html! {
-        svg.deck viewBox=(format!("0 0 {w} {h}")) width=(w) role="img" aria-label=(label)
-            xmlns="http://www.w3.org/2000/svg" {
-            @for (row, cards) in deck.chunks(PER_ROW).enumerate() {
-                @let y = row * CELL;
-                text.tick x=(LABEL - 6) y=(y + 19) text-anchor="end" { (row * PER_ROW + 1) }
-                @for (col, card) in cards.iter().enumerate() {
-                    @let x = LABEL + col * CELL;
-                    @let position = row * PER_ROW + col;
-                    rect.card.flip[position < flip] x=(x) y=(y) width=(CELL - 2) height=(CELL - 2) rx="3" {
-                        title { "position " (position + 1) ": card " (card) }
-                    }
-                    text.cardtext x=(x + (CELL - 2) / 2) y=(y + 19) text-anchor="middle" { (card) }
+            Shape::Line { from, to, style } => {
+                line class=(style) x1=(from.0) y1=(from.1) x2=(to.0) y2=(to.1) {}
+            }
+            Shape::Circle { at, r, style, title } => {
+                circle class=(style) cx=(at.0) cy=(at.1) r=(r) {
+                    @if let Some(title) = title { title { (title) } }
                 }
             }
         }
-    })
-}
-
-/// A walk on an `n` x `n` grid of cities (city index `r * n + c`), drawn over the grid: the
-/// start in green, the end in red, each crossing as a segment (reused bridges look darker).
-pub fn grid_walk(n: usize, walk: &[usize]) -> Option<Markup> {
-    if n == 0 || n > 200 || walk.iter().any(|&c| c >= n * n) {
-        return None;
     }
-    let (&start, &end) = (walk.first()?, walk.last()?);
-    const GAP: usize = 36;
-    const PAD: usize = 18;
-    let size = PAD * 2 + (n - 1) * GAP;
-    let at = |city: usize| (PAD + (city % n) * GAP, PAD + (city / n) * GAP);
-    let ((sx, sy), (ex, ey)) = (at(start), at(end));
-    let label = format!("walk over {} cities", n * n);
-    Some(html! {
-        svg.grid viewBox=(format!("0 0 {size} {size}")) width=(size.max(240)) role="img"
-            aria-label=(label) xmlns="http://www.w3.org/2000/svg" {
-            @for r in 0..n {
-                @for c in 0..n {
-                    @let (x, y) = at(r * n + c);
-                    @if c + 1 < n { line.bridge x1=(x) y1=(y) x2=(x + GAP) y2=(y) {} }
-                    @if r + 1 < n { line.bridge x1=(x) y1=(y) x2=(x) y2=(y + GAP) {} }
-                }
-            }
-            @for pair in walk.windows(2) {
-                @let ((x1, y1), (x2, y2)) = (at(pair[0]), at(pair[1]));
-                line.walk x1=(x1) y1=(y1) x2=(x2) y2=(y2) {}
-            }
-            @for city in 0..n * n {
-                @let (x, y) = at(city);
-                circle.city cx=(x) cy=(y) r="4" {}
-            }
-            circle.start cx=(sx) cy=(sy) r="7" { title { "start" } }
-            circle.end cx=(ex) cy=(ey) r="7" { title { "end" } }
-        }
-    })
 }
 
 #[cfg(test)]
@@ -242,41 +150,73 @@ mod tests {
     }
 
     #[test]
-    fn topswops_rows_follow_the_flips() {
-        // 3 1 4 5 2 takes 7 flips: 8 rows of 5 cards.
-        let svg = topswops(&[3, 1, 4, 5, 2]).unwrap().into_string();
-        assert_eq!(svg.matches("<rect").count(), 8 * 5);
-        assert!(topswops(&[1, 1]).is_none());
-        assert!(topswops(&[]).is_none());
-        // Every element is closed: the plot is well-formed as a standalone SVG document.
-        assert_eq!(svg.matches("<rect").count(), svg.matches("</rect>").count());
-    }
-
-    #[test]
-    fn long_decks_wrap_in_rows_with_positions() {
-        let deck: Vec<u64> = (1..=97).rev().collect();
-        assert!(topswops(&deck).is_none(), "too wide to draw flip by flip");
-        let svg = deck_rows(&deck).unwrap().into_string();
-        assert_eq!(svg.matches("<rect").count(), 97);
-        // Ten rows, labelled with the position of their first card.
-        for first in [1, 11, 91] {
-            assert!(
-                svg.contains(&format!("\"end\">{first}</text>")),
-                "row {first}"
-            );
-        }
-        // The first flip reverses all 97 cards: every card is highlighted.
-        assert_eq!(svg.matches("class=\"card flip\"").count(), 97);
-        assert!(svg.contains("<title>position 97: card 1</title>"));
-        assert!(deck_rows(&[2, 2]).is_none());
-    }
-
-    #[test]
-    fn grid_walk_draws_each_crossing() {
-        let svg = grid_walk(3, &[6, 7, 8, 7, 4, 1, 0, 3, 4, 5, 2])
-            .unwrap()
-            .into_string();
-        assert_eq!(svg.matches("class=\"walk\"").count(), 10);
-        assert!(grid_walk(3, &[9]).is_none());
+    fn figures_close_every_element_and_escape_text() {
+        let drawn = Figure {
+            style: "deck",
+            width: 40,
+            height: 20,
+            shown_width: 40,
+            label: "a <card>".into(),
+            shapes: vec![
+                Shape::Rect {
+                    x: 0,
+                    y: 0,
+                    width: 18,
+                    height: 18,
+                    rx: 3,
+                    style: vec!["card", "flip"],
+                    title: Some("position 1".into()),
+                },
+                Shape::Text {
+                    x: 9,
+                    y: 15,
+                    anchor: Anchor::Middle,
+                    style: "cardtext",
+                    text: "<2>".into(),
+                },
+                Shape::Text {
+                    x: 9,
+                    y: 15,
+                    anchor: Anchor::Start,
+                    style: "tick",
+                    text: "note".into(),
+                },
+                Shape::Line {
+                    from: (0, 0),
+                    to: (4, 5),
+                    style: "walk",
+                },
+                Shape::Circle {
+                    at: (3, 4),
+                    r: 7,
+                    style: "start",
+                    title: None,
+                },
+            ],
+        };
+        let svg = figure(&drawn).into_string();
+        assert!(
+            svg.starts_with("<svg class=\"deck\" viewBox=\"0 0 40 20\" width=\"40\""),
+            "{svg}"
+        );
+        assert!(svg.contains("aria-label=\"a &lt;card&gt;\""), "{svg}");
+        assert!(svg.contains("<rect class=\"card flip\" x=\"0\" y=\"0\" width=\"18\" height=\"18\" rx=\"3\"><title>position 1</title></rect>"), "{svg}");
+        assert!(
+            svg.contains("text-anchor=\"middle\">&lt;2&gt;</text>"),
+            "{svg}"
+        );
+        assert!(
+            svg.contains("<text class=\"tick\" x=\"9\" y=\"15\">note</text>"),
+            "{svg}"
+        );
+        assert!(
+            svg.contains("<line class=\"walk\" x1=\"0\" y1=\"0\" x2=\"4\" y2=\"5\"></line>"),
+            "{svg}"
+        );
+        assert!(
+            svg.contains("<circle class=\"start\" cx=\"3\" cy=\"4\" r=\"7\"></circle>"),
+            "{svg}"
+        );
+        assert!(svg.ends_with("</svg>"));
     }
 }

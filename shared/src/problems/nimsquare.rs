@@ -53,7 +53,8 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::problem::{
-    codec, Objective, Problem, ProblemError, SolveContext, SplitBatch, UnitOutcome, UnitSpec,
+    codec, Chains, Objective, Presentation, Problem, ProblemError, SolveContext, SplitBatch,
+    UnitOutcome, UnitSpec, Units, Verification,
 };
 use crate::registry::ProblemDef;
 
@@ -114,6 +115,14 @@ impl ProblemDef for NimSquare {
         }
         Ok(NimSquare { params })
     }
+
+    /// The count for one N, and a small table.
+    fn examples() -> Vec<serde_json::Value> {
+        vec![
+            serde_json::json!({"n": 3_000}),
+            serde_json::json!({"n": 15_000, "table": true}),
+        ]
+    }
 }
 
 impl Problem for NimSquare {
@@ -123,34 +132,6 @@ impl Problem for NimSquare {
         } else {
             Objective::Count
         }
-    }
-
-    fn verify_sample(&self, sample: &serde_json::Value) -> Result<(), ProblemError> {
-        let chunk = TableChunk::parse(sample, self.params.n)?;
-        // Spot check: the first answer of the chunk, recounted independently, when cheap.
-        if chunk.from <= 5_000 {
-            let grundy = grundy_values(chunk.from as usize)?;
-            let expected = count_losing(&grundy)?;
-            if chunk.answers[0] != expected {
-                return Err(ProblemError::InvalidSolution(format!(
-                    "table entry for n = {} is {}, not {expected}",
-                    chunk.from, chunk.answers[0]
-                )));
-            }
-        }
-        Ok(())
-    }
-
-    fn render_samples(&self, samples: &[serde_json::Value]) -> String {
-        let mut out = String::new();
-        for sample in samples {
-            if let Ok(chunk) = TableChunk::parse(sample, self.params.n) {
-                for (offset, answer) in chunk.answers.iter().enumerate() {
-                    out += &format!("{} {answer}\n", chunk.from + offset as u64);
-                }
-            }
-        }
-        out
     }
 
     fn split(&self, cursor: Option<&[u8]>, _max_units: usize) -> Result<SplitBatch, ProblemError> {
@@ -191,6 +172,42 @@ impl Problem for NimSquare {
             Some(grundy) => Ok(UnitOutcome::Count(BigUint::from(count_losing(&grundy)?))),
             None => Ok(UnitOutcome::Stopped),
         }
+    }
+}
+
+impl Verification for NimSquare {
+    fn verify_sample(&self, sample: &serde_json::Value) -> Result<(), ProblemError> {
+        let chunk = TableChunk::parse(sample, self.params.n)?;
+        // Spot check: the first answer of the chunk, recounted independently, when cheap.
+        if chunk.from <= 5_000 {
+            let grundy = grundy_values(chunk.from as usize)?;
+            let expected = count_losing(&grundy)?;
+            if chunk.answers[0] != expected {
+                return Err(ProblemError::InvalidSolution(format!(
+                    "table entry for n = {} is {}, not {expected}",
+                    chunk.from, chunk.answers[0]
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Units for NimSquare {}
+
+impl Chains for NimSquare {}
+
+impl Presentation for NimSquare {
+    fn render_samples(&self, samples: &[serde_json::Value]) -> String {
+        let mut out = String::new();
+        for sample in samples {
+            if let Ok(chunk) = TableChunk::parse(sample, self.params.n) {
+                for (offset, answer) in chunk.answers.iter().enumerate() {
+                    out += &format!("{} {answer}\n", chunk.from + offset as u64);
+                }
+            }
+        }
+        out
     }
 }
 

@@ -9,7 +9,8 @@ use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};
 
 use crate::problem::{
-    codec, Objective, Problem, ProblemError, SolveContext, SplitBatch, UnitOutcome, UnitSpec,
+    codec, Chains, Objective, Presentation, Problem, ProblemError, SolveContext, SplitBatch,
+    UnitOutcome, UnitSpec, Units, Verification,
 };
 use crate::registry::ProblemDef;
 
@@ -78,6 +79,14 @@ impl ProblemDef for Primes {
         }
         Ok(Primes { params })
     }
+
+    /// A few units of primes, one large enough to take checkpoints, and an offset range.
+    fn examples() -> Vec<serde_json::Value> {
+        vec![
+            serde_json::json!({"to": 300_000, "unit": 140_000}),
+            serde_json::json!({"from": 1_000, "to": 9_000, "unit": 700}),
+        ]
+    }
 }
 
 impl Problem for Primes {
@@ -107,62 +116,6 @@ impl Problem for Primes {
         }
         let next = (start < self.params.to).then(|| codec::encode_u64s(&[start]));
         Ok(SplitBatch { units, next })
-    }
-
-    /// Consecutive ranges join into the one range they tile. Units slowed down with
-    /// `--min-unit-ms` stay apart: their point is leases of a given length.
-    fn join_units(&self, units: &[UnitSpec]) -> Option<UnitSpec> {
-        if self.params.min_unit_ms > 0 {
-            return None;
-        }
-        let mut ranges = units
-            .iter()
-            .map(|u| codec::decode_u64s::<2>(&u.payload, "primes unit").ok());
-        let [start, mut end] = ranges.next()??;
-        for range in ranges {
-            let [a, b] = range?;
-            if a != end {
-                return None;
-            }
-            end = b;
-        }
-        Some(UnitSpec {
-            label: format!("[{start}, {end})"),
-            payload: codec::encode_u64s(&[start, end]),
-        })
-    }
-
-    /// A range unit `[a, b)` may be split into a kept `[a, m)` and donated ranges that tile
-    /// `[m, b)` in order, without gaps or overlap (the solver itself never donates; the
-    /// coordinator's tests split ranges by hand).
-    fn check_donation(
-        &self,
-        old: &[u8],
-        remaining: &[u8],
-        donated: &[Vec<u8>],
-        _bound: Option<i64>,
-    ) -> Result<(), ProblemError> {
-        let refuse = |why: String| ProblemError::InvalidResult(format!("donation refused: {why}"));
-        let [start, end] = codec::decode_u64s::<2>(old, "primes unit")?;
-        let [kept_start, mut at] = codec::decode_u64s::<2>(remaining, "primes unit")?;
-        if kept_start != start || at <= start || at >= end {
-            return Err(refuse(format!(
-                "[{kept_start}, {at}) is not a proper start of [{start}, {end})"
-            )));
-        }
-        for piece in donated {
-            let [a, b] = codec::decode_u64s::<2>(piece, "primes unit")?;
-            if a != at || b <= a || b > end {
-                return Err(refuse(format!(
-                    "[{a}, {b}) does not continue at {at} inside [{start}, {end})"
-                )));
-            }
-            at = b;
-        }
-        if at != end {
-            return Err(refuse(format!("[{at}, {end}) is neither kept nor donated")));
-        }
-        Ok(())
     }
 
     fn solve(&self, payload: &[u8], ctx: &dyn SolveContext) -> Result<UnitOutcome, ProblemError> {
@@ -223,6 +176,70 @@ impl Problem for Primes {
         Ok(UnitOutcome::Count(BigUint::from(count)))
     }
 }
+
+impl Verification for Primes {}
+
+impl Units for Primes {
+    /// Consecutive ranges join into the one range they tile. Units slowed down with
+    /// `--min-unit-ms` stay apart: their point is leases of a given length.
+    fn join_units(&self, units: &[UnitSpec]) -> Option<UnitSpec> {
+        if self.params.min_unit_ms > 0 {
+            return None;
+        }
+        let mut ranges = units
+            .iter()
+            .map(|u| codec::decode_u64s::<2>(&u.payload, "primes unit").ok());
+        let [start, mut end] = ranges.next()??;
+        for range in ranges {
+            let [a, b] = range?;
+            if a != end {
+                return None;
+            }
+            end = b;
+        }
+        Some(UnitSpec {
+            label: format!("[{start}, {end})"),
+            payload: codec::encode_u64s(&[start, end]),
+        })
+    }
+
+    /// A range unit `[a, b)` may be split into a kept `[a, m)` and donated ranges that tile
+    /// `[m, b)` in order, without gaps or overlap (the solver itself never donates; the
+    /// coordinator's tests split ranges by hand).
+    fn check_donation(
+        &self,
+        old: &[u8],
+        remaining: &[u8],
+        donated: &[Vec<u8>],
+        _bound: Option<i64>,
+    ) -> Result<(), ProblemError> {
+        let refuse = |why: String| ProblemError::InvalidResult(format!("donation refused: {why}"));
+        let [start, end] = codec::decode_u64s::<2>(old, "primes unit")?;
+        let [kept_start, mut at] = codec::decode_u64s::<2>(remaining, "primes unit")?;
+        if kept_start != start || at <= start || at >= end {
+            return Err(refuse(format!(
+                "[{kept_start}, {at}) is not a proper start of [{start}, {end})"
+            )));
+        }
+        for piece in donated {
+            let [a, b] = codec::decode_u64s::<2>(piece, "primes unit")?;
+            if a != at || b <= a || b > end {
+                return Err(refuse(format!(
+                    "[{a}, {b}) does not continue at {at} inside [{start}, {end})"
+                )));
+            }
+            at = b;
+        }
+        if at != end {
+            return Err(refuse(format!("[{at}, {end}) is neither kept nor donated")));
+        }
+        Ok(())
+    }
+}
+
+impl Chains for Primes {}
+
+impl Presentation for Primes {}
 
 /// Integer square root (floor).
 pub fn isqrt(n: u64) -> u64 {
@@ -301,22 +318,10 @@ mod tests {
                 .all(|d| !n.is_multiple_of(d))
     }
 
+    /// The campaign's total, counted by the generic local driver.
     fn solve_all(p: &Primes) -> u64 {
-        let mut cursor = None;
-        let mut total = 0u64;
-        loop {
-            let batch = p.split(cursor.as_deref(), 7).unwrap();
-            for unit in &batch.units {
-                match p.solve(&unit.payload, &LocalContext::default()).unwrap() {
-                    UnitOutcome::Count(c) => total += u64::try_from(c).unwrap(),
-                    other => panic!("unexpected outcome {other:?}"),
-                }
-            }
-            match batch.next {
-                Some(next) => cursor = Some(next),
-                None => return total,
-            }
-        }
+        let run = crate::local::run(p, &crate::local::Drive::default()).unwrap();
+        u64::try_from(run.count).unwrap()
     }
 
     #[test]

@@ -34,6 +34,7 @@
 
 pub mod closure;
 pub mod cuts;
+mod drawing;
 pub mod euler;
 pub mod exact;
 pub mod heuristic;
@@ -50,7 +51,8 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::problem::{
-    Objective, Problem, ProblemError, Scored, SolveContext, SplitBatch, UnitOutcome, UnitSpec,
+    Chains, Objective, Presentation, Problem, ProblemError, Scored, SolveContext, SplitBatch,
+    UnitOutcome, UnitSpec, Units, Verification,
 };
 use crate::registry::ProblemDef;
 use closure::Closure;
@@ -189,6 +191,16 @@ impl ProblemDef for Grid {
 
     fn canonical(&self) -> Option<GridParams> {
         Some(self.params.clone())
+    }
+
+    /// Small generated grids: each strategy and unit split (the 6 x 6 one branches, so its
+    /// runs checkpoint and donate).
+    fn examples() -> Vec<Value> {
+        vec![
+            serde_json::json!({"size": 6, "seed": 7}),
+            serde_json::json!({"size": 3, "seed": 2, "split": "endpoints"}),
+            serde_json::json!({"size": 3, "seed": 3, "strategy": "tree"}),
+        ]
     }
 }
 
@@ -520,7 +532,15 @@ impl Problem for Grid {
             Strategy::Tree => self.solve_tree(payload, ctx),
         }
     }
+}
 
+impl Verification for Grid {
+    fn score(&self, solution: &Value) -> Result<i64, ProblemError> {
+        verify::score(&self.grid, solution).map(|cost| cost as i64)
+    }
+}
+
+impl Units for Grid {
     /// Grid donations are checked for containment only: every kept or donated subproblem
     /// must carry all the restrictions of one of the donor's subproblems (so it lies inside
     /// the unit), and no piece may repeat another. Whether the pieces leave part of the unit
@@ -571,26 +591,12 @@ impl Problem for Grid {
         Ok(())
     }
 
-    fn score(&self, solution: &Value) -> Result<i64, ProblemError> {
-        verify::score(&self.grid, solution).map(|cost| cost as i64)
-    }
-
     /// Every walk costs at least the minimum spanning tree's weight, whichever subproblems
     /// the unit holds; the `lower` a unit carries is its creator's word (a worker's, for
     /// donated units), so it is not used here.
     fn bound_of_unit(&self, payload: &[u8]) -> Option<i64> {
         let _ = payload;
         (self.params.strategy == Strategy::Exact).then_some(self.tree_bound as i64)
-    }
-
-    fn proven_solution(&self, solution: &Value) -> Option<Value> {
-        // Only the exact strategy proves anything; its optimum is its own lower bound.
-        if self.params.strategy != Strategy::Exact {
-            return None;
-        }
-        let walk = verify::walk_of(&self.grid, solution).ok()?;
-        let cost = verify::walk_cost(&self.grid, &walk).ok()?;
-        Some(verify::solution(&walk, cost, cost))
     }
 
     fn child_priority(&self, parent: &[u8], child: &[u8]) -> Result<i64, ProblemError> {
@@ -608,7 +614,21 @@ impl Problem for Grid {
         }
         Ok(child.best_walk(&self.grid).1 as i64)
     }
+}
 
+impl Chains for Grid {
+    fn proven_solution(&self, solution: &Value) -> Option<Value> {
+        // Only the exact strategy proves anything; its optimum is its own lower bound.
+        if self.params.strategy != Strategy::Exact {
+            return None;
+        }
+        let walk = verify::walk_of(&self.grid, solution).ok()?;
+        let cost = verify::walk_cost(&self.grid, &walk).ok()?;
+        Some(verify::solution(&walk, cost, cost))
+    }
+}
+
+impl Presentation for Grid {
     fn render(&self, value: &str, solution: Option<&Value>) -> String {
         match solution.and_then(|s| verify::walk_of(&self.grid, s).ok()) {
             Some(walk) => {
@@ -617,6 +637,10 @@ impl Problem for Grid {
             }
             None => format!("# no walk found (value {value:?})\n"),
         }
+    }
+
+    fn drawing(&self, solution: &Value) -> Option<crate::drawing::Drawing> {
+        drawing::draw(self.instance().side(), solution)
     }
 }
 

@@ -119,35 +119,18 @@ fn exact_matches_brute_force_on_lopsided_grids() {
     }
 }
 
-/// Runs every unit of a campaign with a plain context, sharing the best cost found.
+/// The best cost of a campaign run by the generic local driver (every unit sharing the best
+/// cost found, every walk reported verified).
 fn run_campaign(problem: &Grid) -> Option<u64> {
-    let mut best: Option<i64> = None;
-    let mut cursor: Option<Vec<u8>> = None;
-    loop {
-        let batch = problem.split(cursor.as_deref(), 7).unwrap();
-        for unit in &batch.units {
-            let ctx = context(best, None, None);
-            let outcome = problem.solve(&unit.payload, &ctx).unwrap();
-            let mut found: Vec<i64> = ctx.improvements().iter().map(|s| s.score).collect();
-            if let UnitOutcome::Searched { best: Some(b), .. } = outcome {
-                assert_eq!(problem.score(&b.solution).unwrap(), b.score);
-                found.push(b.score);
-            }
-            for improvement in ctx.improvements() {
-                assert_eq!(
-                    problem.score(&improvement.solution).unwrap(),
-                    improvement.score
-                );
-            }
-            if let Some(m) = found.into_iter().min() {
-                best = Some(best.map_or(m, |b| b.min(m)));
-            }
-        }
-        match batch.next {
-            Some(next) => cursor = Some(next),
-            None => return best.map(|b| b as u64),
-        }
-    }
+    let run = crate::local::run(
+        problem,
+        &crate::local::Drive {
+            batch: 7,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    run.best.map(|b| b.score as u64)
 }
 
 #[test]

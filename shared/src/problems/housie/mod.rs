@@ -20,6 +20,7 @@
 
 pub mod book;
 pub mod counting;
+mod drawing;
 pub mod patterns;
 pub mod render;
 pub mod rng;
@@ -32,7 +33,8 @@ use serde_json::Value;
 use std::sync::Mutex;
 
 use crate::problem::{
-    codec, Objective, Problem, ProblemError, SolveContext, SplitBatch, UnitOutcome, UnitSpec,
+    codec, Chains, Objective, Presentation, Problem, ProblemError, SolveContext, SplitBatch,
+    UnitOutcome, UnitSpec, Units, Verification,
 };
 use crate::registry::ProblemDef;
 use book::Book;
@@ -43,7 +45,7 @@ use rng::Rng;
 use sampler::{Sampler, Scratch};
 
 /// Most books one campaign may draw. The export renders every book into one string in
-/// memory (`Problem::render_samples`), next to the stored samples: about 1.5 GB of peak
+/// memory (`Presentation::render_samples`), next to the stored samples: about 1.5 GB of peak
 /// memory for a million books as text, 1.9 GB as HTML.
 pub const MAX_BOOKS: u64 = 1_000_000;
 /// Most books one unit may hold (they travel in one message).
@@ -176,6 +178,14 @@ impl ProblemDef for Housie {
 
     fn canonical(&self) -> Option<HousieParams> {
         Some(self.params.clone())
+    }
+
+    /// Counting single tickets, and a few units of random books.
+    fn examples() -> Vec<Value> {
+        vec![
+            serde_json::json!({"mode": "count", "what": "tickets"}),
+            serde_json::json!({"mode": "books", "count": 12, "unit": 5, "seed": 3}),
+        ]
     }
 }
 
@@ -326,7 +336,9 @@ impl Problem for Housie {
             Mode::Books => self.solve_books(payload, ctx),
         }
     }
+}
 
+impl Verification for Housie {
     fn verify_sample(&self, sample: &Value) -> Result<(), ProblemError> {
         if self.params.mode != Mode::Books {
             return Err(ProblemError::Unsupported(
@@ -335,7 +347,13 @@ impl Problem for Housie {
         }
         self.check_sample(sample).map(|_| ())
     }
+}
 
+impl Units for Housie {}
+
+impl Chains for Housie {}
+
+impl Presentation for Housie {
     /// Renders the books in book order, in the campaign's `--format`. The samples were
     /// verified when they arrived, so they are only decoded here (one at a time, to keep
     /// memory down); any that do not decode (none can) are left out.
@@ -356,6 +374,10 @@ impl Problem for Housie {
                 .into_iter()
                 .filter_map(|(_, text)| Book::decode(game, text).ok()),
         )
+    }
+
+    fn drawing(&self, solution: &Value) -> Option<crate::drawing::Drawing> {
+        drawing::draw(solution)
     }
 }
 

@@ -1,5 +1,5 @@
 //! Family members that build on each other: the campaign for N takes the finished campaign
-//! for N - 1 as its predecessor ([`crate::problem::Problem::predecessor`]) and inherits a
+//! for N - 1 as its predecessor ([`crate::problem::Chains::predecessor`]) and inherits a
 //! starting game and a ceiling from it ([`inherit`]).
 //!
 //! **Starting game.** A game on 1..=N-1 is a legal move sequence on 1..=N: N divides no

@@ -8,7 +8,7 @@ use std::sync::Mutex;
 use rayon::prelude::*;
 
 use super::Sieve;
-use crate::problem::{Problem, ProblemError, Scored, SolveContext, UnitOutcome};
+use crate::problem::{Problem, ProblemError, Scored, SolveContext, UnitOutcome, Verification};
 use crate::registry::ProblemDef;
 
 /// A proven optimum: its score, a game reaching it, and the work it took.

@@ -97,6 +97,7 @@
 pub mod anytime;
 pub mod cuts;
 mod donation;
+mod drawing;
 pub mod family;
 pub mod game;
 pub mod lns;
@@ -113,7 +114,8 @@ use std::sync::{Mutex, OnceLock};
 
 use crate::coverage::{check_range_donation, RangeUnit};
 use crate::problem::{
-    Objective, Problem, ProblemError, Scored, SolveContext, SplitBatch, UnitOutcome, UnitSpec,
+    Chains, Objective, Presentation, Problem, ProblemError, Scored, SolveContext, SplitBatch,
+    UnitOutcome, UnitSpec, Units, Verification,
 };
 use crate::registry::ProblemDef;
 use search::{Observer, SearchEnd, Searcher};
@@ -323,6 +325,11 @@ impl ProblemDef for Sieve {
                 })
                 .collect(),
         ))
+    }
+
+    /// An exact proof for an N whose search tree is large enough to checkpoint and donate.
+    fn examples() -> Vec<Value> {
+        vec![json!({"n": 120})]
     }
 }
 
@@ -637,7 +644,25 @@ impl Problem for Sieve {
             )),
         }
     }
+}
 
+impl Verification for Sieve {
+    fn score(&self, solution: &Value) -> Result<i64, ProblemError> {
+        let moves = self.moves_of(solution)?;
+        let score = game::replay(self.n, &moves)
+            .map_err(|e| ProblemError::InvalidSolution(format!("sieve N={}: {e}", self.n)))?;
+        if let Some(claimed) = solution.get("score") {
+            if claimed.as_u64() != Some(score) {
+                return Err(ProblemError::InvalidSolution(format!(
+                    "sieve: the moves score {score}, not {claimed}"
+                )));
+            }
+        }
+        Ok(score as i64)
+    }
+}
+
+impl Units for Sieve {
     fn check_donation(
         &self,
         old: &[u8],
@@ -660,7 +685,9 @@ impl Problem for Sieve {
             donation::GapSearch::new(self.exact_searcher(), bound.max(self.initial_bound()));
         check_range_donation(&old, &remaining, &donated, &mut gaps)
     }
+}
 
+impl Chains for Sieve {
     /// Exact mode builds on the exact campaign for N - 1 (see [`family`]).
     fn predecessor(&self) -> Option<crate::premise::Predecessor> {
         if family::builds_on_predecessor(&self.params) {
@@ -680,21 +707,9 @@ impl Problem for Sieve {
         }
         family::inherit(self.n, value, solution)
     }
+}
 
-    fn score(&self, solution: &Value) -> Result<i64, ProblemError> {
-        let moves = self.moves_of(solution)?;
-        let score = game::replay(self.n, &moves)
-            .map_err(|e| ProblemError::InvalidSolution(format!("sieve N={}: {e}", self.n)))?;
-        if let Some(claimed) = solution.get("score") {
-            if claimed.as_u64() != Some(score) {
-                return Err(ProblemError::InvalidSolution(format!(
-                    "sieve: the moves score {score}, not {claimed}"
-                )));
-            }
-        }
-        Ok(score as i64)
-    }
-
+impl Presentation for Sieve {
     fn parse_submission(&self, text: &str) -> Result<Value, ProblemError> {
         let text = text.trim();
         if text.starts_with('{') {
@@ -729,6 +744,10 @@ impl Problem for Sieve {
             ),
             None => format!("# no game found (value {value:?})\n"),
         }
+    }
+
+    fn drawing(&self, solution: &Value) -> Option<crate::drawing::Drawing> {
+        drawing::draw(solution)
     }
 }
 

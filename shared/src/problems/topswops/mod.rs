@@ -20,6 +20,7 @@
 //! replay [`search::count_flips`].
 
 mod donation;
+mod drawing;
 pub mod heads;
 pub mod heuristic;
 pub mod replay;
@@ -34,7 +35,8 @@ use std::sync::Mutex;
 use crate::coverage::{check_range_donation, RangeUnit};
 use crate::premise::Premise;
 use crate::problem::{
-    Objective, Problem, ProblemError, Scored, SolveContext, SplitBatch, UnitOutcome, UnitSpec,
+    Chains, Objective, Presentation, Problem, ProblemError, Scored, SolveContext, SplitBatch,
+    UnitOutcome, UnitSpec, Units, Verification,
 };
 use crate::registry::ProblemDef;
 use search::{count_flips, Mode, Observer, SearchEnd, Searcher};
@@ -60,7 +62,7 @@ pub struct TopswopsParams {
     pub known: Option<Vec<u32>>,
     /// Not a flag: set by construction when `known` holds values this problem's own search
     /// computed (n <= 14 without --known), so that they are no premises of the proof. Stated
-    /// values (--known) are premises: see [`Problem::premises`].
+    /// values (--known) are premises: see [`crate::problem::Chains::premises`].
     #[arg(skip)]
     #[serde(default)]
     pub known_computed: bool,
@@ -87,7 +89,7 @@ pub struct Topswops {
     heuristic: Option<heuristic::Heuristic>,
     direction: search::Direction,
     /// True when f(1..n-1) came from the parameters (`--known`), not from this problem's own
-    /// search: then they are premises of the proof (see [`Problem::premises`]).
+    /// search: then they are premises of the proof (see [`crate::problem::Chains::premises`]).
     known_stated: bool,
 }
 
@@ -230,6 +232,17 @@ impl ProblemDef for Topswops {
             })
             .collect();
         Ok(Some(members))
+    }
+
+    /// Discovery and proof mode on small decks, and a short heuristic campaign (block
+    /// growth in stages, then one climb round).
+    fn examples() -> Vec<Value> {
+        vec![
+            json!({"n": 7}),
+            json!({"n": 7, "target": 15}),
+            json!({"n": 13, "heuristic": true, "k": 4, "units": 3, "polish_stall": 0,
+                   "rounds": 1, "budget": 2000}),
+        ]
     }
 }
 
@@ -543,26 +556,6 @@ impl Problem for Topswops {
         self.heuristic.as_ref().is_some_and(|h| h.waits_at(cursor))
     }
 
-    fn parse_submission(&self, text: &str) -> Result<Value, ProblemError> {
-        heuristic::parse_submission(text)
-    }
-
-    /// Stated f(m) (`--known`) are premises: f(1) = 0 needs no proof, every other value is
-    /// backed by a proven campaign `topswops --n m` or the result is a conditional proof.
-    fn premises(&self) -> Vec<Premise> {
-        if !self.known_stated || self.heuristic.is_some() {
-            return Vec::new();
-        }
-        (2..self.n() as usize)
-            .map(|m| Premise {
-                label: format!("f({m})"),
-                problem: <Topswops as ProblemDef>::NAME.to_string(),
-                params: json!({ "n": m }),
-                value: i64::from(self.tail_bounds[m]),
-            })
-            .collect()
-    }
-
     fn initial_bound(&self) -> Option<i64> {
         if self.heuristic.is_some() {
             return None;
@@ -664,7 +657,40 @@ impl Problem for Topswops {
             hits,
         })
     }
+}
 
+impl Verification for Topswops {
+    fn score(&self, solution: &Value) -> Result<i64, ProblemError> {
+        if let Some(h) = &self.heuristic {
+            return h.score(solution);
+        }
+        let deck = self.deck_of(solution)?;
+        let flips = count_flips(&deck).map_err(ProblemError::InvalidSolution)?;
+        if let Some(claimed) = solution.get("flips") {
+            if claimed.as_u64() != Some(flips) {
+                return Err(ProblemError::InvalidSolution(format!(
+                    "the deck takes {flips} flips, not {claimed}"
+                )));
+            }
+        }
+        Ok(flips as i64)
+    }
+
+    fn verify_sample(&self, sample: &Value) -> Result<(), ProblemError> {
+        let target = self.params.target.ok_or_else(|| {
+            ProblemError::InvalidResult("hits are only reported in proof mode (--target)".into())
+        })?;
+        let flips = self.score(sample)?;
+        if flips < i64::from(target) {
+            return Err(ProblemError::InvalidSolution(format!(
+                "a hit must reach the target {target}; this deck takes {flips} flips"
+            )));
+        }
+        Ok(())
+    }
+}
+
+impl Units for Topswops {
     fn check_donation(
         &self,
         old: &[u8],
@@ -695,34 +721,29 @@ impl Problem for Topswops {
         let mut gaps = donation::GapSearch::new(self.searcher()?, mode, bound);
         check_range_donation(&range(old)?, &range(remaining)?, &donated, &mut gaps)
     }
+}
 
-    fn score(&self, solution: &Value) -> Result<i64, ProblemError> {
-        if let Some(h) = &self.heuristic {
-            return h.score(solution);
+impl Chains for Topswops {
+    /// Stated f(m) (`--known`) are premises: f(1) = 0 needs no proof, every other value is
+    /// backed by a proven campaign `topswops --n m` or the result is a conditional proof.
+    fn premises(&self) -> Vec<Premise> {
+        if !self.known_stated || self.heuristic.is_some() {
+            return Vec::new();
         }
-        let deck = self.deck_of(solution)?;
-        let flips = count_flips(&deck).map_err(ProblemError::InvalidSolution)?;
-        if let Some(claimed) = solution.get("flips") {
-            if claimed.as_u64() != Some(flips) {
-                return Err(ProblemError::InvalidSolution(format!(
-                    "the deck takes {flips} flips, not {claimed}"
-                )));
-            }
-        }
-        Ok(flips as i64)
+        (2..self.n() as usize)
+            .map(|m| Premise {
+                label: format!("f({m})"),
+                problem: <Topswops as ProblemDef>::NAME.to_string(),
+                params: json!({ "n": m }),
+                value: i64::from(self.tail_bounds[m]),
+            })
+            .collect()
     }
+}
 
-    fn verify_sample(&self, sample: &Value) -> Result<(), ProblemError> {
-        let target = self.params.target.ok_or_else(|| {
-            ProblemError::InvalidResult("hits are only reported in proof mode (--target)".into())
-        })?;
-        let flips = self.score(sample)?;
-        if flips < i64::from(target) {
-            return Err(ProblemError::InvalidSolution(format!(
-                "a hit must reach the target {target}; this deck takes {flips} flips"
-            )));
-        }
-        Ok(())
+impl Presentation for Topswops {
+    fn parse_submission(&self, text: &str) -> Result<Value, ProblemError> {
+        heuristic::parse_submission(text)
     }
 
     fn render(&self, value: &str, solution: Option<&Value>) -> String {
@@ -744,6 +765,10 @@ impl Problem for Topswops {
             }
             None => format!("# no deck found (value {value:?})\n"),
         }
+    }
+
+    fn drawing(&self, solution: &Value) -> Option<crate::drawing::Drawing> {
+        drawing::draw(solution)
     }
 }
 

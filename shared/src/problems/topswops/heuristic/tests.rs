@@ -2,7 +2,8 @@
 //! against an independent greedy written here with the plain replay.
 
 use super::*;
-use crate::problem::{LocalContext, Problem};
+use crate::local::{self, Drive};
+use crate::problem::{LocalContext, Presentation, Problem, Verification};
 use crate::problems::topswops::heads::to_deck;
 use crate::problems::topswops::replay::replay_flips;
 use crate::problems::topswops::{Topswops, TopswopsParams};
@@ -66,49 +67,27 @@ fn independent_greedy(n: usize, k: usize) -> Vec<u64> {
     scores
 }
 
-/// Runs a campaign locally like the coordinator does: stage by stage, every unit solved
-/// with the incumbent's score as bound, results verified; returns the best score after each
-/// stage and the final solution.
+/// Runs a campaign locally with the generic driver, stage by stage (each stage split whole:
+/// a stage is far below 1000 units), every unit solved with the incumbent's score as bound
+/// and every result verified; returns the best score after each stage (once there is one)
+/// and the final solution.
 fn drive(problem: &Topswops, max_stages: usize) -> (Vec<i64>, Option<Value>) {
-    let mut cursor: Option<Vec<u8>> = None;
-    let mut best: Option<(i64, Value)> = None;
-    let mut per_stage = Vec::new();
-    for _ in 0..max_stages {
-        let batch = problem
-            .split_from(cursor.as_deref(), 1_000, best.as_ref().map(|(_, s)| s))
-            .unwrap();
-        for unit in &batch.units {
-            let mut ctx = LocalContext::default();
-            ctx.fixed_bound = best.as_ref().map(|(s, _)| *s);
-            match problem.solve(&unit.payload, &ctx).unwrap() {
-                UnitOutcome::Searched {
-                    best: Some(found), ..
-                } => {
-                    let verified = problem.score(&found.solution).unwrap();
-                    assert_eq!(verified, found.score);
-                    if best.as_ref().is_none_or(|(s, _)| verified > *s) {
-                        best = Some((verified, found.solution));
-                    }
-                }
-                UnitOutcome::Searched { best: None, .. } => {}
-                other => panic!("unexpected outcome {other:?}"),
-            }
-        }
-        if let Some((score, _)) = &best {
-            per_stage.push(*score);
-        }
-        match batch.next {
-            Some(next) => {
-                assert!(
-                    problem.waits_at(&next),
-                    "a stage is split whole at 1000 units"
-                );
-                cursor = Some(next);
-            }
-            None => break,
-        }
-    }
-    (per_stage, best.map(|(_, s)| s))
+    let run = local::run(
+        problem,
+        &Drive {
+            batch: 1_000,
+            max_stages: Some(max_stages),
+            ..Drive::default()
+        },
+    )
+    .unwrap();
+    // Every stage but the last ends at a boundary the coordinator waits at.
+    assert!(
+        run.waits + 1 >= run.stage_bests.len(),
+        "a stage is split whole at 1000 units"
+    );
+    let per_stage = run.stage_bests.into_iter().flatten().collect();
+    (per_stage, run.best.map(|b| b.solution))
 }
 
 #[test]
