@@ -108,10 +108,17 @@ impl Runner {
 mod tests {
     use super::*;
     use crate::context::SharedBound;
-    use grind_shared::problem::{Objective, SplitBatch, UnitOutcome};
+    use grind_shared::problem::{
+        Chains, Objective, Presentation, SplitBatch, UnitOutcome, Units, Verification,
+    };
 
     /// A problem whose solver panics.
     struct Panics;
+
+    impl Verification for Panics {}
+    impl Units for Panics {}
+    impl Chains for Panics {}
+    impl Presentation for Panics {}
 
     impl Problem for Panics {
         fn objective(&self) -> Objective {
