@@ -170,7 +170,7 @@ pub fn summary(c: &Value, budget_seconds: Option<f64>) -> String {
             };
             line += &match c["limit"].as_str() {
                 Some(limit) => format!(" · anytime search, ends after {limit}"),
-                None => " · anytime search, runs until cancelled".to_string(),
+                None => " · anytime search, no end to estimate".to_string(),
             };
             return line;
         }
@@ -379,7 +379,7 @@ mod tests {
         });
         let line = summary(&c, None);
         assert!(line.contains("running 1 min 15 s"), "{line}");
-        assert!(line.contains("runs until cancelled"), "{line}");
+        assert!(line.contains("no end to estimate"), "{line}");
         assert!(!line.contains("ETA"), "{line}");
         assert_eq!(shown_fraction(&c, None), None, "no bar without a budget");
         // With `grind run --seconds 300`: a quarter of the budget used.

@@ -69,7 +69,8 @@ impl CampaignRow {
 }
 
 /// The limit an anytime search's parameters set, in words (`8 rounds`): the `rounds`
-/// parameter when it is a number. `None` when it runs until it is cancelled.
+/// parameter when it is a number. `None` when it sets none (the search ends when it stops
+/// improving, if its problem says so, or when it is cancelled).
 pub fn limit_words(params_json: &str) -> Option<String> {
     let params: Value = serde_json::from_str(params_json).ok()?;
     let rounds = params.get("rounds")?.as_u64()?;

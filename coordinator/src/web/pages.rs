@@ -139,7 +139,7 @@ fn progress(row: &CampaignRow) -> Markup {
         div.small {
             @match &row.limit {
                 Some(limit) => { "anytime search · ends after " (limit) }
-                None => { "anytime search · runs until cancelled" }
+                None => { "anytime search · no end to estimate" }
             }
         }
     }
