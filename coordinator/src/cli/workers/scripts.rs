@@ -327,6 +327,41 @@ mod tests {
     }
 
     #[test]
+    fn every_script_parses_under_sh() {
+        let pem = "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n";
+        let mut scripts = vec![
+            probe("~/.grind-worker", "h"),
+            copy_binary("~/.grind-worker", "h", "ab"),
+            down("~/.grind-worker", "h"),
+            status("~/.grind-worker", "h"),
+        ];
+        for systemd in [false, true] {
+            for ca_pem in [None, Some(pem)] {
+                scripts.push(install(&Install {
+                    dir: "~/.grind-worker",
+                    label: "h",
+                    worker_args: vec!["--coordinator".into(), "https://c.example:7878".into()],
+                    ca_pem,
+                    token: ca_pem.is_some(),
+                    changed: systemd,
+                    systemd,
+                }));
+            }
+        }
+        for script in scripts {
+            let out = std::process::Command::new("sh")
+                .args(["-n", "-c", &script])
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{}\n{script}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+
+    #[test]
     fn the_directory_expression_keeps_the_home_unquoted() {
         assert_eq!(
             dir_expr("~/.grind-worker", "a-b"),
