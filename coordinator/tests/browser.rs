@@ -288,6 +288,16 @@ fn assert_no_layout_problems(problems: &[String]) {
     );
 }
 
+/// A child process killed (and reaped) when dropped.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// A small campaign of every problem, so every problem's campaign page is looked at (with
 /// its incumbent drawn); the test fails when a problem is added without one here.
 fn one_of_each_problem() -> Vec<(&'static str, Value)> {
@@ -363,12 +373,15 @@ async fn pages_show_the_status_numbers_and_fit_desktop_and_phone() {
     }
 
     let port = free_port();
-    let mut chromedriver = Command::new(&driver)
-        .arg(format!("--port={port}"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start chromedriver");
+    // Killed when dropped, also when an assertion fails (a panic unwinds past the end).
+    let _chromedriver = KillOnDrop(
+        Command::new(&driver)
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start chromedriver"),
+    );
     let webdriver = format!("http://127.0.0.1:{port}");
     let mut caps = serde_json::Map::new();
     caps.insert(
@@ -702,7 +715,5 @@ async fn pages_show_the_status_numbers_and_fit_desktop_and_phone() {
     }
     .await;
     let _ = client.close().await;
-    let _ = chromedriver.kill();
-    let _ = chromedriver.wait();
     result
 }
