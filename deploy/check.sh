@@ -531,6 +531,9 @@ SURFACE=(
     "grind campaign list|--coordinator --token-file --ca-file"
     "grind campaign add primes|--to --unit"
     "grind-worker|--coordinator --token-file --ca-file --threads --name --idle-only --max-hours"
+    "grind workers up|--hosts --coordinator --token-file --ca-file --threads --worker-bin"
+    "grind workers status|--hosts"
+    "grind workers down|--hosts"
 )
 bin_dir=""
 for d in "${GRIND_BIN_DIR:-}" "${CARGO_TARGET_DIR:-$ROOT/target}/debug" "${CARGO_TARGET_DIR:-$ROOT/target}/release"; do
@@ -571,6 +574,11 @@ fi
 # copy there; two of them, as a count campaign's verification replicas need a second worker);
 # `grind serve` and `grind-worker` run in the background, and the block must
 # leave campaign 1 done with pi(10^8) = 5761455 (a published value) in result.txt.
+# `grind workers up` reaches its hosts (the block's other *.example names) through OpenSSH
+# servers started here on loopback, one per host (keys made here; GRIND_SSH_CONFIG maps each
+# name to its port, GRIND_WORKERS_DIR keeps the workers' files in this run's directory), and
+# `grind workers down` takes the workers away afterwards. The portable build is skipped like
+# `cargo build` (CI builds it before this script; `workers up` copies it when it is there).
 free_port() {
     "${PY:-python3}" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
@@ -584,19 +592,54 @@ readme_block() {
         found && inside && n == want { print }
     ' "$1" | sed -e ':a' -e '/\\$/N; s/\\\n//; ta'
 }
+# The spare machines the README's block names (*.example other than the coordinator).
+readme_ssh_hosts() {
+    grep -o '[[:alnum:]-]*\.example' "$1" | grep -v '^coordinator\.example$' | sort -u
+}
+# Starts one sshd per host name on a free loopback port (keys made in $1) and writes $1/config
+# mapping each name to its port. The sshd pids go to $2.
+start_ssh_hosts() {
+    local dir=$1 pids=$2 host port
+    shift 2
+    mkdir -p "$dir"
+    ssh-keygen -q -t ed25519 -N '' -f "$dir/host_key"
+    ssh-keygen -q -t ed25519 -N '' -f "$dir/id"
+    cp "$dir/id.pub" "$dir/authorized_keys"
+    [[ $(id -u) != 0 ]] || mkdir -p /run/sshd # Debian's privilege separation directory
+    printf 'Host *\n  IdentityFile %s/id\n  IdentitiesOnly yes\n  UserKnownHostsFile %s/known_hosts\n  StrictHostKeyChecking accept-new\n  LogLevel ERROR\n' \
+        "$dir" "$dir" >"$dir/config.common"
+    : >"$dir/config"
+    for host in "$@"; do
+        port=$(free_port)
+        printf 'Port %s\nListenAddress 127.0.0.1\nHostKey %s/host_key\nAuthorizedKeysFile %s/authorized_keys\nPidFile %s/sshd-%s.pid\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\nPermitRootLogin yes\nLogLevel ERROR\n' \
+            "$port" "$dir" "$dir" "$dir" "$port" >"$dir/sshd-$host.conf"
+        "$SSHD" -D -e -f "$dir/sshd-$host.conf" 2>>"$dir/sshd.log" &
+        echo $! >>"$pids"
+        printf 'Host %s\n  HostName 127.0.0.1\n  Port %s\n' "$host" "$port" >>"$dir/config"
+        for _ in $(seq 100); do (: <"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
+    done
+    cat "$dir/config.common" >>"$dir/config"
+}
+SSHD=$(command -v sshd || echo /usr/sbin/sshd)
 check_readme_quickstart() {
     local qs=$WORK/quickstart port pid status=0
     local coord=$qs/coordinator-machine worker=$qs/worker-machine
     mkdir -p "$coord"
     port=$(free_port)
     readme_block "$ROOT/README.md" "## Across machines" >"$qs/block.txt"
-    if ! grep -q '^grind serve ' "$qs/block.txt" || ! grep -q '^grind-worker ' "$qs/block.txt"; then
-        echo "README.md: no 'Across machines' block with grind serve and grind-worker"
+    if ! grep -q '^grind serve ' "$qs/block.txt" ||
+        ! grep -Eq '^(grind-worker|grind workers up) ' "$qs/block.txt"; then
+        echo "README.md: no 'Across machines' block with grind serve and grind-worker or grind workers up"
         return 0
+    fi
+    if grep -q '^grind workers up ' "$qs/block.txt"; then
+        # shellcheck disable=SC2046 # one word per host name
+        start_ssh_hosts "$qs/ssh" "$qs/pids" $(readme_ssh_hosts "$qs/block.txt")
     fi
     {
         echo "set -euo pipefail"
         echo "export PATH=$bin_dir:\$PATH"
+        echo "export GRIND_SSH_CONFIG=$qs/ssh/config GRIND_WORKERS_DIR=$qs/remote"
         echo "cd $coord"
         sed -e 's/coordinator\.example/localhost/g' -e "s/:7878/:$port/g" "$qs/block.txt" |
             while IFS= read -r line; do
@@ -604,7 +647,8 @@ check_readme_quickstart() {
                 "# on the coordinator machine"*) echo "cd $coord" ;;
                 "# on every worker machine"*) ;;
                 "# from anywhere"*) echo "cd $coord" ;;
-                "cargo build "*) echo ": skipped: $line" ;;
+                "# a worker on every spare machine"*) echo "cd $coord" ;;
+                "cargo build "* | "bash deploy/portable-worker.sh"*) echo ": skipped: $line" ;;
                 "grind serve "*)
                     echo "$line >$qs/serve.out 2>$qs/serve.log &"
                     echo "echo \$! >>$qs/pids"
@@ -640,6 +684,11 @@ check_readme_quickstart() {
     elif ! grep -q '"state":"done"' "$qs/run.out"; then
         echo "grind status 1 --json did not say done: $(grep -m1 '"state"' "$qs/run.out" | head -c 200)"
     fi
+    if [[ -s $coord/hosts.txt && -s $qs/ssh/config ]]; then
+        GRIND_SSH_CONFIG=$qs/ssh/config GRIND_WORKERS_DIR=$qs/remote \
+            "$bin_dir/grind" workers down --hosts "$coord/hosts.txt" >"$qs/down.out" 2>&1 ||
+            { echo "grind workers down failed:"; sed 's/^/    /' "$qs/down.out"; }
+    fi
     if [[ -s $qs/pids ]]; then
         while read -r pid; do kill -TERM "$pid" 2>/dev/null || true; done <"$qs/pids"
         while read -r pid; do
@@ -650,13 +699,18 @@ check_readme_quickstart() {
     if [[ $status != 0 && -s $qs/worker-1.log ]]; then
         echo "first worker's log:"
         tail -n 10 "$qs/worker-1.log" | sed 's/^/    /'
+    fi
+    if [[ $status != 0 && -s $qs/serve.log ]]; then
         echo "coordinator log:"
         tail -n 10 "$qs/serve.log" | sed 's/^/    /'
     fi
     return 0
 }
-if [[ -n $bin_dir ]]; then
-    run "README 'Across machines' block as written: tokens first, TLS, two workers finish campaign 1" \
+if [[ -n $bin_dir ]] && readme_block "$ROOT/README.md" "## Across machines" | grep -q '^grind workers up ' &&
+    { [[ ! -x $SSHD ]] || ! command -v ssh >/dev/null || ! command -v ssh-keygen >/dev/null; }; then
+    skip "README quick start" "its grind workers up needs OpenSSH (apt-get install -y openssh-server openssh-client)"
+elif [[ -n $bin_dir ]]; then
+    run "README 'Across machines' block as written: tokens first, TLS, two workers put on two ssh hosts by grind workers up finish campaign 1" \
         check_readme_quickstart
 else
     skip "README quick start" "no built grind and grind-worker (cargo build --workspace, or set GRIND_BIN_DIR)"

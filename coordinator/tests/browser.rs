@@ -1,13 +1,17 @@
 //! End to end in a real browser: headless Chromium driven over WebDriver (chromedriver)
-//! opens the pages of a coordinator whose workers finished real campaigns, checks that the
-//! numbers shown equal `grind status --json`, that a new campaign appears without a reload
-//! (live updates), and that every page fits 1280x800 and a 390x844 phone screen without
-//! horizontal overflow. Screenshots go to `target/test-artifacts/`.
+//! opens the pages of a coordinator whose workers finished real campaigns (one or more of
+//! every problem), checks that the numbers shown equal `grind status --json`, that a new
+//! campaign appears without a reload (live updates), and looks at the layout of every page
+//! kind (campaigns, each problem's campaign page, workers) at 1400 px and on a 390 px phone:
+//! no horizontal overflow, and no visible text box (nor a list's number) overlapping another
+//! or running off the screen, measured from the boxes the page itself lays out. Screenshots
+//! of every page at both widths go to `target/test-artifacts/` (the test prints each path).
 //!
 //! Also: parameters show as short text in the command line's words (the JSON one click away
 //! in a closed `<details>`), no JSON is visible that the user did not open, the WORKERS
 //! column and each worker's leases agree with `grind status --json` while a campaign runs,
-//! and an anytime campaign's ETA says it is open-ended.
+//! and a running anytime campaign shows the time it has run, never a progress bar or an ETA
+//! (on the pages, in `grind watch` and in `grind status`).
 //!
 //! Needs the Debian packages `chromium` and `chromium-driver` (or GRIND_CHROMIUM and
 //! GRIND_CHROMEDRIVER naming the binaries); without them the test prints why and skips, except
@@ -130,8 +134,115 @@ where
     panic!("{what}: the page never agreed with grind status (status, page, status: {last:?})");
 }
 
-/// Checks the page has no horizontal overflow and readable text; saves a screenshot.
-async fn check_layout(client: &fantoccini::Client, name: &str, width: u32) {
+/// Every visible text box (each line of each text node, as the browser laid it out) and
+/// every list number drawn outside its item, checked for overlaps and for running off the
+/// screen; text scrolled away inside a scrolling box (a wide table) does not count. Returns
+/// the problems found, at most 20.
+const LAYOUT_PROBLEMS: &str = r#"
+const vw = document.documentElement.clientWidth;
+const problems = [];
+const px = (x) => Math.round(x);
+function clipOf(el) {
+  const r = {l: -1e9, t: -1e9, r: 1e9, b: 1e9};
+  for (let a = el; a && a !== document.body && a !== document.documentElement; a = a.parentElement) {
+    const cs = getComputedStyle(a), b = a.getBoundingClientRect();
+    if (cs.overflowX !== 'visible') { r.l = Math.max(r.l, b.left); r.r = Math.min(r.r, b.right); }
+    if (cs.overflowY !== 'visible') { r.t = Math.max(r.t, b.top); r.b = Math.min(r.b, b.bottom); }
+  }
+  return r;
+}
+function shown(el) {
+  for (let a = el; a; a = a.parentElement) {
+    const cs = getComputedStyle(a);
+    if (cs.display === 'none' || cs.visibility === 'hidden' || cs.opacity === '0') return false;
+  }
+  const d = el.closest('details');
+  return !(d && !d.open && !el.closest('summary'));
+}
+function name(el, text) {
+  const cls = typeof el.className === 'string' && el.className ? '.' + el.className.split(' ').join('.') : '';
+  return el.tagName.toLowerCase() + cls + ' "' + text.trim().slice(0, 24) + '"';
+}
+const boxes = [];
+function add(box) {
+  if (box.r - box.l < 1 || box.b - box.t < 1) return;
+  if (box.l < -1 || box.r > vw + 1)
+    problems.push('off the screen: ' + box.what + ' spans x ' + px(box.l) + '..' + px(box.r) + ' of ' + vw);
+  boxes.push(box);
+}
+const walk = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+while (walk.nextNode()) {
+  const node = walk.currentNode, el = node.parentElement;
+  if (!el || !node.textContent.trim() || el.closest('title,script,style') || !shown(el)) continue;
+  const range = document.createRange();
+  range.selectNodeContents(node);
+  const c = clipOf(el);
+  for (const q of range.getClientRects()) {
+    add({l: Math.max(q.left, c.l), r: Math.min(q.right, c.r), t: Math.max(q.top, c.t),
+         b: Math.min(q.bottom, c.b), owner: node, what: name(el, node.textContent)});
+  }
+}
+// A list item's number (its marker) is drawn outside the item, to its left, in the item's
+// font: it must not land on text or on another item.
+const ctx = document.createElement('canvas').getContext('2d');
+const items = [];
+for (const li of document.querySelectorAll('li')) {
+  const cs = getComputedStyle(li);
+  if (!shown(li)) continue;
+  const b = li.getBoundingClientRect();
+  items.push({li: li, l: b.left, r: b.right, t: b.top, b: b.bottom});
+  if (cs.display !== 'list-item' || cs.listStyleType === 'none' || cs.listStylePosition !== 'outside') continue;
+  const list = li.parentElement;
+  const marker = list && list.tagName === 'OL'
+    ? (Array.prototype.indexOf.call(list.children, li) + (list.start || 1)) + '. ' : '\u2022 ';
+  ctx.font = cs.fontStyle + ' ' + cs.fontWeight + ' ' + cs.fontSize + ' ' + cs.fontFamily;
+  const w = ctx.measureText(marker).width;
+  const left = b.left + parseFloat(cs.borderLeftWidth) + parseFloat(cs.paddingLeft);
+  const top = b.top + parseFloat(cs.borderTopWidth) + parseFloat(cs.paddingTop);
+  const c = clipOf(li.parentElement);
+  add({l: Math.max(left - w, c.l), r: Math.min(left, c.r), t: top, b: top + parseFloat(cs.fontSize),
+       owner: li, marker: true, what: 'the number "' + marker.trim() + '" of ' + name(li, li.textContent)});
+}
+boxes.sort((a, b) => a.t - b.t);
+const overlap = (a, b) => Math.min(a.r, b.r) - Math.max(a.l, b.l) > 1 && Math.min(a.b, b.b) - Math.max(a.t, b.t) > 1;
+for (let i = 0; i < boxes.length && problems.length < 20; i++) {
+  const a = boxes[i];
+  for (let j = i + 1; j < boxes.length && boxes[j].t < a.b; j++) {
+    const b = boxes[j];
+    if (a.owner === b.owner || (a.marker && a.owner.contains(b.owner)) || (b.marker && b.owner.contains(a.owner))) continue;
+    if (overlap(a, b))
+      problems.push('overlap: ' + a.what + ' at (' + px(a.l) + ',' + px(a.t) + ') and ' + b.what + ' at (' + px(b.l) + ',' + px(b.t) + ')');
+  }
+  if (a.marker) for (const it of items) {
+    if (it.li !== a.owner && !it.li.contains(a.owner) && overlap(a, it))
+      problems.push('overlap: ' + a.what + ' lies on another item, ' + name(it.li, it.li.textContent));
+  }
+}
+return problems.slice(0, 20);
+"#;
+
+/// Checks the page has no horizontal overflow, readable text, no JSON shown unasked, and
+/// no overlapping or cut-off text (see [`LAYOUT_PROBLEMS`]); saves a screenshot first (so a
+/// failure has one to look at). Returns the layout problems found.
+async fn check_layout(client: &fantoccini::Client, name: &str, width: u32) -> Vec<String> {
+    // The whole page in the screenshot: the window as tall as the page (at most 8000 px;
+    // the width, which the layout depends on, stays).
+    let (_, _, _, window_height) = client.get_window_rect().await.expect("window size");
+    let page_height = client
+        .execute("return document.documentElement.scrollHeight;", vec![])
+        .await
+        .expect("page height")
+        .as_f64()
+        .unwrap_or(0.0);
+    let tall = (page_height as u32 + 120).clamp(window_height as u32, 8000);
+    client
+        .set_window_size(width, tall)
+        .await
+        .expect("window size");
+    let png = client.screenshot().await.expect("screenshot");
+    let path = artifacts_dir().join(format!("web-{name}-{width}.png"));
+    std::fs::write(&path, png).expect("write screenshot");
+    println!("screenshot: {}", path.display());
     let metrics = client
         .execute(
             "return [document.documentElement.scrollWidth, window.innerWidth,
@@ -151,10 +262,60 @@ async fn check_layout(client: &fantoccini::Client, name: &str, width: u32) {
     assert!(h1_right <= inner_width, "{name}: the heading is cut off");
     let json = visible_json(client).await;
     assert!(json.is_empty(), "{name} at {width} px shows JSON: {json:?}");
-    let png = client.screenshot().await.expect("screenshot");
-    let path = artifacts_dir().join(format!("web-{name}-{width}.png"));
-    std::fs::write(&path, png).expect("write screenshot");
-    println!("screenshot: {}", path.display());
+    let found = client
+        .execute(LAYOUT_PROBLEMS, vec![])
+        .await
+        .expect("measure the text boxes");
+    let problems: Vec<String> = serde_json::from_value(found).expect("strings");
+    client
+        .set_window_size(width, window_height as u32)
+        .await
+        .expect("window size");
+    problems
+        .into_iter()
+        .map(|p| format!("{name} at {width} px: {p}"))
+        .collect()
+}
+
+/// Fails with every layout problem found on every page (all pages are looked at first).
+fn assert_no_layout_problems(problems: &[String]) {
+    assert!(
+        problems.is_empty(),
+        "{} layout problem(s) (screenshots in {}):\n{}",
+        problems.len(),
+        artifacts_dir().display(),
+        problems.join("\n")
+    );
+}
+
+/// A child process killed (and reaped) when dropped.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A small campaign of every problem, so every problem's campaign page is looked at (with
+/// its incumbent drawn); the test fails when a problem is added without one here.
+fn one_of_each_problem() -> Vec<(&'static str, Value)> {
+    let campaigns = vec![
+        ("nimsquare", json!({"n": 1000})),
+        ("housie", json!({"mode": "books", "count": 2})),
+        ("sieve", json!({"n": 40})),
+        ("grid", json!({"size": 4, "seed": 1})),
+    ];
+    for entry in grind_shared::registry::registry() {
+        assert!(
+            ["primes", "topswops"].contains(&entry.name)
+                || campaigns.iter().any(|(p, _)| *p == entry.name),
+            "the browser test has no campaign of problem {}: add one to one_of_each_problem",
+            entry.name
+        );
+    }
+    campaigns
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -188,20 +349,39 @@ async fn pages_show_the_status_numbers_and_fit_desktop_and_phone() {
     )
     .await;
     let topswops = create(&mut admin, "topswops", json!({"n": 7}), 0.0).await;
+    let mut pages = vec![
+        (
+            "campaign-primes".to_string(),
+            format!("/campaigns/{primes}"),
+        ),
+        (
+            "campaign-topswops".to_string(),
+            format!("/campaigns/{topswops}"),
+        ),
+    ];
+    let mut finished = vec![primes, topswops];
+    for (problem, params) in one_of_each_problem() {
+        let id = create(&mut admin, problem, params, 0.0).await;
+        pages.push((format!("campaign-{problem}"), format!("/campaigns/{id}")));
+        finished.push(id);
+    }
     let _w1 = start_worker(&url, "browser-a", 1);
     let _w2 = start_worker(&url, "browser-b", 1);
-    for id in [primes, topswops] {
+    for id in finished {
         let c = wait_finished(&mut admin, id, Duration::from_secs(120)).await;
-        assert_eq!(c.state, "done");
+        assert_eq!(c.state, "done", "campaign {id} ({})", c.problem);
     }
 
     let port = free_port();
-    let mut chromedriver = Command::new(&driver)
-        .arg(format!("--port={port}"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start chromedriver");
+    // Killed when dropped, also when an assertion fails (a panic unwinds past the end).
+    let _chromedriver = KillOnDrop(
+        Command::new(&driver)
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start chromedriver"),
+    );
     let webdriver = format!("http://127.0.0.1:{port}");
     let mut caps = serde_json::Map::new();
     caps.insert(
@@ -209,7 +389,7 @@ async fn pages_show_the_status_numbers_and_fit_desktop_and_phone() {
         json!({
             "binary": chromium,
             "args": ["--headless=new", "--no-sandbox", "--disable-gpu",
-                     "--disable-dev-shm-usage", "--hide-scrollbars", "--window-size=1280,800"],
+                     "--disable-dev-shm-usage", "--hide-scrollbars", "--window-size=1400,900"],
         }),
     );
     let client = wait_for(
@@ -232,9 +412,9 @@ async fn pages_show_the_status_numbers_and_fit_desktop_and_phone() {
     let result = async {
         let status = status_json(&url);
 
-        // Campaigns page at 1280x800: every number equals `grind status --json`.
+        // Campaigns page at 1400 px: every number equals `grind status --json`.
         client
-            .set_window_size(1280, 800)
+            .set_window_size(1400, 900)
             .await
             .expect("window size");
         client.goto(&format!("{url}/")).await.expect("open /");
@@ -355,21 +535,65 @@ async fn pages_show_the_status_numbers_and_fit_desktop_and_phone() {
         assert!(short.starts_with("n=97 heuristic"), "{short}");
         assert!(!short.contains('{'), "{short}");
         assert_eq!(text_in(&client, &row, "eta").await, "open-ended");
+        // What is true of a search with no end: the time it has run, no bar, no ETA.
+        let elapsed = text_in(&client, &row, "elapsed").await;
+        assert!(elapsed.starts_with("running "), "{elapsed}");
+        assert!(
+            client
+                .find(Locator::Css(&format!("{row} svg.bar")))
+                .await
+                .is_err(),
+            "a running anytime campaign shows no progress bar"
+        );
+        let watch = Command::new(grind_bin())
+            .args(["watch", "--once", "--coordinator", &url])
+            .output()
+            .expect("run grind watch");
+        let watch = String::from_utf8_lossy(&watch.stdout).to_string();
+        let line = watch
+            .lines()
+            .find(|l| l.starts_with(&format!("#{hunt} ")))
+            .unwrap_or_else(|| panic!("no line for campaign {hunt}: {watch}"));
+        assert!(
+            line.contains("running ") && line.contains("anytime search"),
+            "{line}"
+        );
+        assert!(
+            !line.contains("ETA") && !line.contains('%'),
+            "grind watch shows a fraction or an ETA for an anytime search: {line}"
+        );
+        let status_text = Command::new(grind_bin())
+            .args(["status", "--coordinator", &url])
+            .output()
+            .expect("run grind status");
+        let status_text = String::from_utf8_lossy(&status_text.stdout).to_string();
+        let line = status_text
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("{hunt} ")))
+            .unwrap_or_else(|| panic!("no line for campaign {hunt}: {status_text}"));
+        assert!(line.contains("n=97 heuristic"), "{line}");
+        assert!(line.contains("(running "), "{line}");
+        assert!(!line.contains('{'), "{line}");
         // The JSON is in a closed <details>: hidden until opened (which the checker sees).
         assert!(visible_json(&client).await.is_empty());
-        client
-            .find(Locator::Css(&format!("{row} details.params summary")))
-            .await
-            .expect("the parameters' details")
-            .click()
-            .await
-            .expect("open the details");
-        assert!(
-            !visible_json(&client).await.is_empty(),
-            "opened, the parameters' JSON shows"
-        );
+        // A live update may swap the page (closing the details) between the click and the
+        // look: open them again until the look sees them open.
+        let mut shown = false;
+        for _ in 0..20 {
+            client
+                .find(Locator::Css(&format!("{row} details.params summary")))
+                .await
+                .expect("the parameters' details")
+                .click()
+                .await
+                .expect("open the details");
+            if !visible_json(&client).await.is_empty() {
+                shown = true;
+                break;
+            }
+        }
+        assert!(shown, "opened, the parameters' JSON shows");
         client.goto(&format!("{url}/")).await.unwrap();
-        check_layout(&client, "campaigns", 1280).await;
 
         // Campaign page: numbers, the incumbent drawn, the plot.
         let one = status["campaigns"]
@@ -402,7 +626,6 @@ async fn pages_show_the_status_numbers_and_fit_desktop_and_phone() {
             .find(Locator::Css("#improvements"))
             .await
             .expect("provenance table");
-        check_layout(&client, "campaign", 1280).await;
 
         // The running campaign's page: the 97-card incumbent drawn in rows.
         client
@@ -416,7 +639,17 @@ async fn pages_show_the_status_numbers_and_fit_desktop_and_phone() {
             .await
             .expect("the 97-card deck is drawn");
         assert_eq!(text_in(&client, "main", "eta").await, "open-ended");
-        check_layout(&client, "campaign-anytime", 1280).await;
+        assert!(text_in(&client, "main", "elapsed")
+            .await
+            .starts_with("running "));
+        assert!(
+            client.find(Locator::Css("main svg.bar")).await.is_err(),
+            "no progress bar on the running anytime campaign's page"
+        );
+        client
+            .find(Locator::Css("svg.plot"))
+            .await
+            .expect("the best-over-time curve is drawn");
 
         // Workers page: per-worker numbers equal the status (the counts that change while
         // the campaign runs are compared as `agreed` describes).
@@ -457,24 +690,30 @@ async fn pages_show_the_status_numbers_and_fit_desktop_and_phone() {
                 .await;
             }
         }
-        check_layout(&client, "workers", 1280).await;
 
-        // A phone: every page fits its width.
-        client.set_window_size(390, 844).await.expect("phone size");
-        for (name, path) in [
-            ("campaigns", "/".to_string()),
-            ("campaign", format!("/campaigns/{topswops}")),
-            ("campaign-anytime", format!("/campaigns/{hunt}")),
-            ("workers", "/workers".to_string()),
-        ] {
-            client.goto(&format!("{url}{path}")).await.unwrap();
-            client.find(Locator::Css("h1")).await.expect("a heading");
-            check_layout(&client, name, 390).await;
+        // Every page kind at 1400 px and on a 390 px phone: it fits, and no text box
+        // overlaps another or runs off the screen.
+        pages.insert(0, ("campaigns".to_string(), "/".to_string()));
+        pages.push((
+            "campaign-topswops-anytime".to_string(),
+            format!("/campaigns/{hunt}"),
+        ));
+        pages.push(("workers".to_string(), "/workers".to_string()));
+        let mut problems = Vec::new();
+        for (width, height) in [(1400, 900), (390, 844)] {
+            client
+                .set_window_size(width, height)
+                .await
+                .expect("window size");
+            for (name, path) in &pages {
+                client.goto(&format!("{url}{path}")).await.unwrap();
+                client.find(Locator::Css("h1")).await.expect("a heading");
+                problems.extend(check_layout(&client, name, width).await);
+            }
         }
+        assert_no_layout_problems(&problems);
     }
     .await;
     let _ = client.close().await;
-    let _ = chromedriver.kill();
-    let _ = chromedriver.wait();
     result
 }

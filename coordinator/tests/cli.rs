@@ -227,6 +227,19 @@ async fn tokens_made_before_the_first_start_let_workers_in() {
     );
     assert!(text.contains("count = 9592 (exact count)"), "{text}");
     assert!(text.contains("2 done"), "{text}");
+    // Parameters as the web page shows them (the command line's words), never JSON.
+    assert!(text.contains("primes to=100000 unit=50000"), "{text}");
+    let status = Command::new(grind_bin())
+        .args(["status", "--coordinator", &coord.url])
+        .env("GRIND_ADMIN_TOKEN", &admin_token)
+        .output()
+        .unwrap();
+    let status = String::from_utf8_lossy(&status.stdout).to_string();
+    assert!(status.contains("to=100000 unit=50000"), "{status}");
+    assert!(
+        !status.contains('{') && !status.contains("null"),
+        "grind status shows JSON: {status}"
+    );
 }
 
 #[test]

@@ -17,9 +17,18 @@ const EXIT_CODES: &str = "Exit codes:
       (do not restart: systemd RestartPreventExitStatus=77 78)
   78  unusable configuration: token file unreadable or empty, CA file not PEM";
 
+/// `--version`: the version and what the binary was built for (target, glibc floor; see
+/// build.rs).
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("GRIND_WORKER_BUILT_FOR"),
+    ")"
+);
+
 /// Run grind units from a coordinator on this machine's cores.
 #[derive(Parser, Debug)]
-#[command(name = "grind-worker", version, about, after_help = EXIT_CODES)]
+#[command(name = "grind-worker", version = VERSION, about, after_help = EXIT_CODES)]
 struct Args {
     /// Coordinator URL, e.g. http://coordinator.example:7878.
     #[arg(long, env = "GRIND_COORDINATOR")]

@@ -415,7 +415,7 @@ pub async fn leaderboard(args: LeaderboardArgs) -> Result<(), CliError> {
                 e.problem,
                 e.value,
                 if e.proven { "*" } else { " " },
-                e.params_json,
+                render::params_text(&e.problem, &e.params_json),
                 by
             );
         }

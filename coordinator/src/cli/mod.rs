@@ -10,6 +10,7 @@ pub mod render;
 pub mod run;
 pub mod security;
 pub mod watch;
+pub mod workers;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -53,6 +54,9 @@ pub enum Command {
     /// List or ban workers.
     #[command(subcommand)]
     Worker(admin::WorkerCommand),
+    /// Put workers on machines over SSH from a host list, stop them, or report them.
+    #[command(subcommand)]
+    Workers(workers::WorkersCommand),
     /// Import proof records from other grind databases (offline, against the database).
     #[command(subcommand)]
     Proof(proof::ProofCommand),
@@ -198,6 +202,7 @@ pub async fn dispatch(cli: Cli) -> Result<(), CliError> {
         Command::Leaderboard(args) => admin::leaderboard(args).await,
         Command::Watch(args) => watch::watch(args).await,
         Command::Worker(cmd) => admin::worker(cmd).await,
+        Command::Workers(cmd) => workers::workers(cmd).await,
         Command::Contest(cmd) => contest::contest(cmd).await,
         Command::Proof(cmd) => proof::proof(cmd).await,
         Command::Token(cmd) => security::token(cmd),

@@ -156,8 +156,15 @@ pub fn campaign_row(c: &pb::CampaignStatus) -> String {
         if c.value.is_empty() { "-" } else { &c.value },
         if c.proven { "*" } else { " " },
         unit_counts(&units),
-        c.params_json,
+        params_text(&c.problem, &c.params_json),
     );
+    // What is true of any running search, anytime or not: how long it has run.
+    let row = if c.state == "running" && c.created_ms > 0 {
+        let ran = (now_ms() - c.created_ms).max(0) as f64 / 1000.0;
+        format!("{row}  (running {})", crate::web::html::fmt_duration(ran))
+    } else {
+        row
+    };
     match verifying_note(&units, now_ms()) {
         Some(note) => format!("{row}  [{note}]"),
         None => row,
@@ -222,10 +229,14 @@ pub fn bound_words(c: &pb::CampaignStatus) -> Option<String> {
 /// One campaign for people (`grind campaign show`): one `field: value` line each.
 pub fn campaign_text(c: &pb::CampaignStatus) -> String {
     let units = c.units.unwrap_or_default();
-    let what = format!("{} {}", c.problem, c.params_json);
-    let mut out = format!("campaign {}: {what}\n", c.campaign_id);
+    let mut out = format!(
+        "campaign {}: {} {}\n",
+        c.campaign_id,
+        c.problem,
+        params_text(&c.problem, &c.params_json)
+    );
     // Campaigns are named after their problem and parameters unless given a name.
-    if !c.name.is_empty() && c.name != what {
+    if !c.name.is_empty() && c.name != format!("{} {}", c.problem, c.params_json) {
         out += &format!("name:     {}\n", c.name);
     }
     out += &format!("state:    {}\n", c.state);
@@ -305,6 +316,18 @@ pub fn params_short(problem: &str, params_json: &str) -> String {
         }
     }
     words.join(" ")
+}
+
+/// [`params_short`], or `defaults` when every parameter has its default: the parameters as
+/// the web pages show them, for the text of `grind status`, `campaign list|show` and the
+/// leaderboard.
+pub fn params_text(problem: &str, params_json: &str) -> String {
+    let short = params_short(problem, params_json);
+    if short.is_empty() {
+        "defaults".to_string()
+    } else {
+        short
+    }
 }
 
 /// A JSON value as short text: an object as `key=value` words (nested objects in

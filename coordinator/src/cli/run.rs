@@ -170,7 +170,7 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
     let deadline = opts
         .seconds
         .map(|s| started + std::time::Duration::from_secs_f64(s.clamp(0.0, 1e9)));
-    let bars = super::watch::LocalBars::start(&coordinator, &campaign_ids);
+    let bars = super::watch::LocalBars::start(&coordinator, &campaign_ids, opts.seconds);
     wait_until_finished(&coordinator, &campaign_ids, deadline, Some(&interrupted)).await?;
     bars.finish().await;
     let signal = interrupted.signal();

@@ -39,17 +39,41 @@ pub struct WatchArgs {
 pub struct Bars {
     multi: MultiProgress,
     bars: BTreeMap<i64, ProgressBar>,
+    /// The time budget of `grind run --seconds`: an anytime search's bar then shows the time
+    /// used of it.
+    budget_seconds: Option<f64>,
 }
 
 /// Bar resolution: progress is shown in thousandths.
 const STEPS: u64 = 1000;
 
+/// A running anytime search with no end in sight (see
+/// [`crate::web::data::CampaignRow::open_ended_search`]), from its `/api/campaigns` object.
+pub fn open_ended_search(c: &Value) -> bool {
+    c["anytime"].as_bool() == Some(true)
+        && c["estimate"]["open_ended"].as_bool() == Some(true)
+        && c["state"].as_str() == Some("running")
+}
+
+/// The fraction a bar shows: the estimate's progress; for an open-ended anytime search the
+/// share of the time budget used, or nothing (`None`) without a budget.
+fn shown_fraction(c: &Value, budget_seconds: Option<f64>) -> Option<f64> {
+    if open_ended_search(c) {
+        let elapsed = c["elapsed_seconds"].as_f64().unwrap_or(0.0);
+        return budget_seconds
+            .filter(|b| *b > 0.0)
+            .map(|b| (elapsed / b).clamp(0.0, 1.0));
+    }
+    Some(c["estimate"]["progress"]["value"].as_f64().unwrap_or(0.0))
+}
+
 impl Bars {
     /// Bars drawn on stdout (nothing is drawn when stdout is not a terminal).
-    pub fn on_stdout() -> Bars {
+    pub fn on_stdout(budget_seconds: Option<f64>) -> Bars {
         Bars {
             multi: MultiProgress::with_draw_target(ProgressDrawTarget::stdout()),
             bars: BTreeMap::new(),
+            budget_seconds,
         }
     }
 
@@ -59,24 +83,27 @@ impl Bars {
             let Some(id) = c["campaign"].as_i64() else {
                 continue;
             };
-            let bar = self.bars.entry(id).or_insert_with(|| {
-                let bar = self.multi.add(ProgressBar::new(STEPS));
-                bar.set_style(
-                    ProgressStyle::with_template(
-                        "{prefix:.bold} [{bar:28.cyan/blue}] {percent:>3}% {wide_msg}",
-                    )
+            let bar = self
+                .bars
+                .entry(id)
+                .or_insert_with(|| self.multi.add(ProgressBar::new(STEPS)));
+            let fraction = shown_fraction(c, self.budget_seconds);
+            // An anytime search without a budget has no fraction: no bar, only its line.
+            let template = match fraction {
+                Some(_) => "{prefix:.bold} [{bar:28.cyan/blue}] {percent:>3}% {wide_msg}",
+                None => "{prefix:.bold} {wide_msg}",
+            };
+            bar.set_style(
+                ProgressStyle::with_template(template)
                     .expect("valid template")
                     .progress_chars("=> "),
-                );
-                bar
-            });
-            let progress = c["estimate"]["progress"]["value"].as_f64().unwrap_or(0.0);
+            );
             bar.set_prefix(format!(
                 "#{id} {}",
                 c["problem"].as_str().unwrap_or_default()
             ));
-            bar.set_position((progress.clamp(0.0, 1.0) * STEPS as f64) as u64);
-            bar.set_message(summary(c));
+            bar.set_position((fraction.unwrap_or(0.0) * STEPS as f64) as u64);
+            bar.set_message(summary(c, self.budget_seconds));
             let ended = matches!(c["state"].as_str(), Some("done" | "failed" | "cancelled"));
             if ended && !bar.is_finished() {
                 bar.finish();
@@ -94,8 +121,10 @@ impl Bars {
     }
 }
 
-/// One line about a campaign: state, best value, units, rate, ETA.
-pub fn summary(c: &Value) -> String {
+/// One line about a campaign: state, best value, units, rate, ETA; for an open-ended
+/// anytime search the time it has run (of the budget, when `budget_seconds` is given) and
+/// its limit instead of an ETA.
+pub fn summary(c: &Value, budget_seconds: Option<f64>) -> String {
     let units = &c["units"];
     let n = |k: &str| units[k].as_u64().unwrap_or(0);
     let total = n("pending") + n("verifying") + n("leased") + n("done") + n("failed");
@@ -133,6 +162,18 @@ pub fn summary(c: &Value) -> String {
     if state == "running" {
         let rate = c["throughput"]["units_per_second"].as_f64().unwrap_or(0.0);
         line += &format!(" · {rate:.2}/s");
+        if open_ended_search(c) {
+            let elapsed = fmt_duration(c["elapsed_seconds"].as_f64().unwrap_or(0.0));
+            line += &match budget_seconds {
+                Some(budget) => format!(" · ran {elapsed} of {}", fmt_duration(budget)),
+                None => format!(" · running {elapsed}"),
+            };
+            line += &match c["limit"].as_str() {
+                Some(limit) => format!(" · anytime search, ends after {limit}"),
+                None => " · anytime search, no end to estimate".to_string(),
+            };
+            return line;
+        }
         let eta = &c["estimate"]["eta_seconds"];
         let bound = if c["estimate"]["open_ended"].as_bool() == Some(true) {
             "≥"
@@ -198,7 +239,7 @@ pub async fn watch(args: WatchArgs) -> Result<(), CliError> {
         .await
         .with_context(|| format!("cannot reach the coordinator at {}", args.url.coordinator))?;
     let terminal = std::io::stdout().is_terminal() && !args.once;
-    let mut bars = Bars::on_stdout();
+    let mut bars = Bars::on_stdout(None);
     let period = Duration::from_millis(args.interval_ms.max(50));
     loop {
         let mut campaigns = fetch(&channel, access.token.as_deref()).await?;
@@ -212,13 +253,15 @@ pub async fn watch(args: WatchArgs) -> Result<(), CliError> {
             bars.update(&campaigns);
         } else {
             for c in &campaigns {
-                let progress = c["estimate"]["progress"]["value"].as_f64().unwrap_or(0.0);
+                let shown = match shown_fraction(c, None) {
+                    Some(fraction) => format!("{:5.1}%", fraction * 100.0),
+                    None => "    —".to_string(),
+                };
                 println!(
-                    "#{} {} {:5.1}% {}",
+                    "#{} {} {shown} {}",
                     c["campaign"],
                     c["problem"].as_str().unwrap_or_default(),
-                    progress * 100.0,
-                    summary(c)
+                    summary(c, None)
                 );
             }
         }
@@ -241,14 +284,19 @@ pub struct LocalBars {
 }
 
 impl LocalBars {
-    /// Starts drawing `campaign_ids` of the in-process `coordinator`.
-    pub fn start(coordinator: &Coordinator, campaign_ids: &[i64]) -> LocalBars {
+    /// Starts drawing `campaign_ids` of the in-process `coordinator`; `budget_seconds` is
+    /// `grind run --seconds`.
+    pub fn start(
+        coordinator: &Coordinator,
+        campaign_ids: &[i64],
+        budget_seconds: Option<f64>,
+    ) -> LocalBars {
         let (stop, mut stopped) = watch::channel(false);
         let task = std::io::stdout().is_terminal().then(|| {
             let coordinator = coordinator.clone();
             let ids = campaign_ids.to_vec();
             tokio::spawn(async move {
-                let mut bars = Bars::on_stdout();
+                let mut bars = Bars::on_stdout(budget_seconds);
                 let mut changes = coordinator.subscribe();
                 loop {
                     let now = coordinator.now();
@@ -309,9 +357,39 @@ mod tests {
             "estimate": {"open_ended": false, "progress": {"value": 0.6},
                          "eta_seconds": {"value": 2.0, "low": 1.0, "high": 3.0}},
         });
-        let line = summary(&c);
+        let line = summary(&c, None);
         assert!(line.contains("best 42"), "{line}");
         assert!(line.contains("6/10 units"), "{line}");
         assert!(line.contains("ETA 2 s (1 s–3 s)"), "{line}");
+        assert_eq!(shown_fraction(&c, None), Some(0.6));
+    }
+
+    #[test]
+    fn an_open_ended_anytime_search_shows_its_time_not_a_fraction() {
+        // What /api/campaigns says of a running `topswops --heuristic`: the estimate's
+        // fraction is nearly 1 (every unit split so far is done), which is not true.
+        let mut c = json!({
+            "campaign": 2, "problem": "topswops", "state": "running", "value": "9000",
+            "anytime": true, "elapsed_seconds": 75.0, "limit": null,
+            "units": {"pending": 0, "verifying": 0, "leased": 1, "done": 400, "failed": 0,
+                      "split_complete": false},
+            "throughput": {"units_per_second": 2.0},
+            "estimate": {"open_ended": true, "progress": {"value": 0.999},
+                         "eta_seconds": {"value": 0.186, "low": 0.0, "high": 4.0}},
+        });
+        let line = summary(&c, None);
+        assert!(line.contains("running 1 min 15 s"), "{line}");
+        assert!(line.contains("no end to estimate"), "{line}");
+        assert!(!line.contains("ETA"), "{line}");
+        assert_eq!(shown_fraction(&c, None), None, "no bar without a budget");
+        // With `grind run --seconds 300`: a quarter of the budget used.
+        assert_eq!(shown_fraction(&c, Some(300.0)), Some(0.25));
+        assert!(summary(&c, Some(300.0)).contains("ran 1 min 15 s of 5 min 00 s"));
+        c["limit"] = json!("8 rounds");
+        assert!(summary(&c, None).contains("ends after 8 rounds"));
+        // Once its end is known (the splitter finished), the estimate is shown again.
+        c["estimate"]["open_ended"] = json!(false);
+        assert!(summary(&c, None).contains("ETA"));
+        assert_eq!(shown_fraction(&c, None), Some(0.999));
     }
 }

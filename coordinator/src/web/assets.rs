@@ -77,6 +77,9 @@ svg .end{fill:var(--bad)}
 .chips{display:flex;flex-wrap:wrap;gap:.3rem}
 .chip{border:1px solid var(--line);background:var(--card);border-radius:.3rem;padding:0 .35rem;
 font-variant-numeric:tabular-nums}
+ol.chips{list-style:none;padding:0;margin:.4rem 0;counter-reset:chip}
+ol.chips>li{counter-increment:chip}
+ol.chips>li::before{content:counter(chip) ".";margin-right:.25em;color:var(--muted);font-size:.72em}
 table.ticket{width:auto;margin:.3rem 0;border:2px solid var(--fg)}
 table.ticket td{width:2rem;height:2rem;text-align:center;border:1px solid var(--line)}
 @media (max-width:640px){main{padding:.6rem}th,td{padding:.3rem .4rem}

@@ -43,6 +43,10 @@ pub struct CampaignRow {
     /// An anytime search (not exhaustive): while its splitter may still add work, it has no
     /// end to estimate.
     pub anytime: bool,
+    /// Wall seconds since the campaign was created (to its end once it ended).
+    pub elapsed_seconds: f64,
+    /// The limit its parameters set on an anytime search (`8 rounds`), if any.
+    pub limit: Option<String>,
 }
 
 impl CampaignRow {
@@ -51,8 +55,29 @@ impl CampaignRow {
         let mut value = render::campaign(&self.status);
         value["estimate"] = json!(self.estimate);
         value["throughput"] = json!(self.throughput);
+        value["anytime"] = json!(self.anytime);
+        value["elapsed_seconds"] = json!(self.elapsed_seconds);
+        value["limit"] = json!(self.limit);
         value
     }
+
+    /// A running anytime search whose end is not known (no splitter end in sight): the
+    /// views show the time it has run (and its limit), never a progress fraction or an ETA.
+    pub fn open_ended_search(&self) -> bool {
+        self.anytime && self.estimate.open_ended && self.status.state == "running"
+    }
+}
+
+/// The limit an anytime search's parameters set, in words (`8 rounds`): the `rounds`
+/// parameter when it is a number. `None` when it sets none (the search ends when it stops
+/// improving, if its problem says so, or when it is cancelled).
+pub fn limit_words(params_json: &str) -> Option<String> {
+    let params: Value = serde_json::from_str(params_json).ok()?;
+    let rounds = params.get("rounds")?.as_u64()?;
+    Some(format!(
+        "{rounds} round{}",
+        if rounds == 1 { "" } else { "s" }
+    ))
 }
 
 /// Reads one campaign's row.
@@ -123,7 +148,6 @@ pub fn campaign_row(
         lanes,
     });
     Ok(CampaignRow {
-        status,
         estimate,
         throughput: Throughput {
             window_seconds,
@@ -131,6 +155,13 @@ pub fn campaign_row(
             cpu_seconds_per_second: cpu_recently / window_seconds,
         },
         anytime: !exhaustive,
+        elapsed_seconds: ((end - status.created_ms).max(0) as f64) / 1000.0,
+        limit: if exhaustive {
+            None
+        } else {
+            limit_words(&status.params_json)
+        },
+        status,
     })
 }
 

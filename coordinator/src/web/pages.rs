@@ -125,6 +125,26 @@ fn progress_bar(e: &Estimate) -> Markup {
     }
 }
 
+/// The progress cell: the bar for searches with an end to measure; for a running anytime
+/// search without one, the time it has run (and the limit its parameters set), since a
+/// fraction of an unknown total would be made up.
+fn progress(row: &CampaignRow) -> Markup {
+    if !row.open_ended_search() {
+        return progress_bar(&row.estimate);
+    }
+    html! {
+        span data-k="elapsed" title="an anytime search keeps improving its best value: the time it has run, not a fraction of a known total" {
+            "running " (fmt_duration(row.elapsed_seconds))
+        }
+        div.small {
+            @match &row.limit {
+                Some(limit) => { "anytime search · ends after " (limit) }
+                None => { "anytime search · no end to estimate" }
+            }
+        }
+    }
+}
+
 fn interval_text(i: &Interval, lower_bound: bool) -> Markup {
     html! {
         @if lower_bound { "≥ " }
@@ -143,11 +163,16 @@ fn eta(row: &CampaignRow) -> Markup {
     html! {
         @if state != "running" {
             span.muted { "—" }
-        } @else if row.anytime && row.estimate.open_ended {
+        } @else if row.open_ended_search() {
             span data-k="eta" title="an anytime search: it keeps improving its best value until its search ends or it is cancelled (grind campaign cancel); it has no deadline" {
                 "open-ended"
             }
-            div.small { "no deadline" }
+            div.small {
+                @match &row.limit {
+                    Some(limit) => { "at most " (limit) }
+                    None => { "no deadline" }
+                }
+            }
         } @else {
             @match &row.estimate.eta_seconds {
                 Some(i) => span data-k="eta" { (interval_text(i, row.estimate.open_ended)) },
@@ -220,7 +245,7 @@ fn campaign_row(row: &CampaignRow) -> Markup {
             td { (badge(&s.state)) }
             td.num data-k="value" { (value_text(row)) }
             td { (outcome(s)) }
-            td { (progress_bar(&row.estimate)) }
+            td { (progress(row)) }
             td.num data-k="pending" { (u.pending) }
             td.num data-k="verifying" { (u.verifying) }
             td.num data-k="leased" { (u.leased) }
@@ -251,7 +276,7 @@ pub fn campaign(d: &CampaignDetail) -> Markup {
             @if let Some(words) = render::bound_words(s) {
                 (card("bound", html! { span data-k="bound" { (words) } }))
             }
-            (card("progress", progress_bar(&d.row.estimate)))
+            (card("progress", progress(&d.row)))
             (card("ETA", eta(&d.row)))
             (card("units done", html! {
                 span data-k="done" { (u.done) } " / " (total) @if !u.split_complete { "+" }
@@ -324,6 +349,9 @@ fn best_plot(d: &CampaignDetail) -> Markup {
         .collect();
     let end = if s.finished_ms > 0 {
         s.finished_ms
+    } else if s.state == "running" {
+        // A running search's line reaches now: flat since its last improvement.
+        s.created_ms + (d.row.elapsed_seconds * 1000.0) as i64
     } else {
         d.improvements
             .last()
