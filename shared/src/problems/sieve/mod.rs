@@ -26,6 +26,7 @@
 //! every member after the first builds on the one before.
 
 pub mod anytime;
+pub mod certificate;
 pub mod cuts;
 mod donation;
 pub mod family;
@@ -777,5 +778,7 @@ impl Observer for UnitObserver<'_> {
     }
 }
 
+#[cfg(test)]
+mod records_tests;
 #[cfg(test)]
 mod tests;
