@@ -54,8 +54,8 @@ fn rows() -> Vec<Row> {
         .collect()
 }
 
-/// The published best known values: n -> (score, their claim).
-fn published() -> BTreeMap<u32, (i64, String)> {
+/// The published best known values: n -> (score, their claim, their upper bound).
+fn published() -> BTreeMap<u32, (i64, String, i64)> {
     read("records/bvchess-best-1001-2000.tsv")
         .lines()
         .filter(|l| !l.starts_with('#'))
@@ -63,7 +63,11 @@ fn published() -> BTreeMap<u32, (i64, String)> {
             let c: Vec<&str> = l.split('\t').collect();
             (
                 c[0].parse().expect("n"),
-                (c[1].parse().expect("score"), c[2].to_string()),
+                (
+                    c[1].parse().expect("score"),
+                    c[2].to_string(),
+                    c[3].parse().expect("fm bound"),
+                ),
             )
         })
         .collect()
@@ -103,8 +107,13 @@ fn beyond_1000_bounds_are_certified_and_above_every_known_game() {
         let proven = certificate::check(&cert).unwrap_or_else(|e| panic!("{path}: {e}"));
         assert_eq!(proven, bound, "{path}: the row's bound");
         assert!(best[&n] <= proven, "N = {n}: a game above its bound");
-        // A published game above a certified bound would be a contradiction.
-        if let Some((p, _)) = published.get(&n) {
+        // A published game above a certified bound, or a recorded game above a published
+        // bound, would be a contradiction.
+        if let Some((p, _, fm)) = published.get(&n) {
+            assert!(
+                best[&n] <= *fm,
+                "N = {n}: a game above the published bound {fm}"
+            );
             assert!(
                 *p <= proven,
                 "N = {n}: published {p} above the certified bound {proven}"
@@ -132,7 +141,8 @@ fn the_published_table_is_consistent_with_its_own_claims() {
     let published = published();
     assert_eq!(published.len(), 1000);
     let mut previous: Option<i64> = None;
-    for (&n, (score, claim)) in &published {
+    for (&n, (score, claim, fm)) in &published {
+        assert!(score <= fm, "N = {n}: their game above their bound");
         if let Some(prev) = previous {
             match claim.as_str() {
                 "exact" => assert_eq!(*score, prev + i64::from(n), "N = {n}"),
