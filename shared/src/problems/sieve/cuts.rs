@@ -41,6 +41,7 @@
 
 use microlp::{ComparisonOp, LinearExpr, OptimizationDirection, Problem};
 
+use super::certificate::{CertCut, Certificate};
 use super::matching::{Graph, Matching, Scratch};
 use super::regions::any_acyclic_assignment;
 
@@ -154,6 +155,41 @@ pub fn derive(n: u32, root: &[(u32, u32)]) -> (Penalties, i64) {
         }
     }
     (penalties, bound)
+}
+
+/// A checkable certificate ([`super::certificate`]) of the Lagrangian root bound with (P, 1)
+/// fixed: the cuts [`derive`] keeps with their penalties, and the optimal duals of the
+/// penalized matching on 2..=N/2 as potentials (those above N/2 derived by the checker).
+/// Its bound is what the checker proves from them: [`derive`]'s, since the derived
+/// potentials are at most the matching's own duals.
+pub fn certify(n: u32) -> Certificate {
+    let root = [(super::search::largest_prime(n), 1)];
+    let (penalties, bound) = derive(n, &root);
+    let mut g = Graph::new(n);
+    apply(&mut g, &penalties).expect("derived cuts are clusters");
+    let m = Matching::new(&g, &root, &mut Scratch::default());
+    let mut cert = Certificate {
+        n,
+        bound,
+        cuts: penalties
+            .cuts
+            .iter()
+            .map(|(c, lambda)| CertCut {
+                numbers: c.numbers.clone(),
+                factors: c.factors.clone(),
+                penalty: i64::from(*lambda),
+            })
+            .collect(),
+        potentials: (2..=n / 2)
+            .map(|v| (v, m.dual(v)))
+            .filter(|&(_, y)| y > 0)
+            .collect(),
+        derive_upper: true,
+    };
+    if let Ok(proven) = super::certificate::proven_bound(&cert) {
+        cert.bound = proven.min(bound);
+    }
+    cert
 }
 
 /// For each pair, the shortest precedence cycle of `pairs` through it, kept when its numbers
@@ -306,6 +342,21 @@ mod tests {
         }
         // At N = 200 the cuts close the whole gap (measured: 12,664 -> 12,648).
         assert_eq!(derive(200, &[(199, 1)]).1, 12648);
+    }
+
+    #[test]
+    fn certificates_check_independently_and_state_the_derived_bound() {
+        // Published optima (OEIS A019312): N = 120 -> 4593, 200 -> 12648.
+        for (n, optimum) in [(120u32, 4593i64), (200, 12648)] {
+            let cert = certify(n);
+            let bound = derive(n, &[(super::super::search::largest_prime(n), 1)]).1;
+            assert_eq!(
+                super::super::certificate::check(&cert),
+                Ok(bound),
+                "n = {n}"
+            );
+            assert!(optimum <= bound);
+        }
     }
 
     #[test]

@@ -95,6 +95,7 @@
 //! rests on the row before it.
 
 pub mod anytime;
+pub mod certificate;
 pub mod cuts;
 mod donation;
 mod drawing;
@@ -865,5 +866,7 @@ impl Observer for UnitObserver<'_> {
     }
 }
 
+#[cfg(test)]
+mod records_tests;
 #[cfg(test)]
 mod tests;

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Best known games of the sieve (Taxman game, OEIS A019312) for N past the published optimum
+# table, each with a certified upper bound: walks N = A..B as a family (each N starts from the
+# best of N - 1's game extended, N + 1's game cut down and N's own recorded game), improves it
+# for SECONDS CPU seconds with the anytime mode's large neighbourhood search (one thread,
+# release build), and appends a row to records/sieve-beyond-1000.tsv whenever N's game is new
+# or better. Each N's cluster-cut bound certificate goes to records/sieve-bounds/N.txt and is
+# checked before its row is written. --backward walks B..A (so N + 1 seeds N).
+#   bench/sieve_beyond.sh A B [SECONDS] [--backward]     (default SECONDS: 10)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+from=${1:?first N}
+to=${2:?last N}
+seconds=${3:-10}
+shift $(( $# < 3 ? $# : 3 ))
+record=records/sieve-beyond-1000.tsv
+commit=$(git rev-parse --short=12 HEAD)
+uptime
+# Each row is appended by reopening the file, so that a row found after the file was replaced
+# (a checkout) lands in the file as it is then instead of being lost.
+cargo bench -q -p grind-shared --bench sieve_beyond -- --from "$from" --to "$to" \
+    --seconds "$seconds" --commit "$commit" "$@" |
+  while IFS= read -r row; do
+    printf '%s\n' "$row" >>"$record"
+  done

@@ -1,0 +1,280 @@
+//! Best known games of Ginnow's sieve past the published table, with certified upper bounds:
+//! the driver behind `bench/sieve_beyond.sh` and `records/sieve-beyond-1000.tsv`.
+//!
+//! `cargo bench -p grind-shared --bench sieve_beyond -- --from A --to B --commit C
+//! [--seconds S] [--backward]` walks N = A..=B (B..=A with `--backward`) as a family: each
+//! N starts from the best of its neighbours' games carried over (N - 1's game extended to N,
+//! `sieve::family::extend`; N + 1's game with N + 1 dropped and finished; N's own recorded
+//! game), improves it by the anytime mode's iterated large neighbourhood search
+//! (`sieve::lns`, the anytime campaign's schedule) for S CPU seconds (default 10) or until
+//! it reaches the bound, and prints one record row when the game is new or better than the
+//! recorded one. Each N's upper bound is the cluster-cut Lagrangian bound
+//! (`sieve::cuts::certify`); its certificate is written to `records/sieve-bounds/N.txt` and
+//! checked by `sieve::certificate::check` before the row is printed (an existing certificate
+//! file is re-checked and reused).
+//!
+//! `-- --bound N...` only times the bound and prints its size.
+//!
+//! Rows (tab-separated): n, score, published (best known, `records/bvchess-best-1001-2000.tsv`),
+//! score - published, bound, bound - score, search CPU seconds, bound CPU seconds, LNS steps,
+//! start (which neighbour seeded it), solver version, grind version, commit, date, game.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use grind_shared::problems::sieve::certificate::{self, Certificate};
+use grind_shared::problems::sieve::{anytime, cuts, family, game, lns, Sieve};
+use grind_shared::registry::ProblemDef;
+
+const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+
+fn flag(args: &mut Vec<String>, name: &str) -> Option<String> {
+    let at = args.iter().position(|a| a == name)?;
+    args.remove(at);
+    (at < args.len()).then(|| args.remove(at))
+}
+
+fn process_cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // utime and stime: the 12th and 13th fields after the command name, in ticks of 1/100 s.
+    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+/// Best recorded game per N (`records/sieve-beyond-1000.tsv`, the last of equal scores).
+fn recorded(path: &Path) -> BTreeMap<u32, (i64, Vec<u32>)> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let mut best: BTreeMap<u32, (i64, Vec<u32>)> = BTreeMap::new();
+    for line in text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+    {
+        let cols: Vec<&str> = line.split('\t').collect();
+        let (Some(n), Some(score), Some(game)) = (
+            cols.first().and_then(|c| c.parse::<u32>().ok()),
+            cols.get(1).and_then(|c| c.parse::<i64>().ok()),
+            cols.last(),
+        ) else {
+            continue;
+        };
+        let moves: Vec<u32> = game
+            .split_whitespace()
+            .filter_map(|m| m.parse().ok())
+            .collect();
+        if best.get(&n).is_none_or(|b| score >= b.0) {
+            best.insert(n, (score, moves));
+        }
+    }
+    best
+}
+
+/// The published best known values (`records/bvchess-best-1001-2000.tsv`: n, score, ...).
+fn published() -> BTreeMap<u32, i64> {
+    let text = std::fs::read_to_string(format!("{ROOT}/records/bvchess-best-1001-2000.tsv"))
+        .unwrap_or_default();
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| {
+            let mut cols = l.split('\t');
+            Some((cols.next()?.parse().ok()?, cols.next()?.parse().ok()?))
+        })
+        .collect()
+}
+
+/// The seed game for N = 1000 (`records/sieve-seed-1000.txt`: a line `moves ...`).
+fn seed_1000() -> Option<(i64, Vec<u32>)> {
+    let text = std::fs::read_to_string(format!("{ROOT}/records/sieve-seed-1000.txt")).ok()?;
+    let line = text.lines().find(|l| l.starts_with("moves "))?;
+    let moves: Vec<u32> = line[6..]
+        .split_whitespace()
+        .filter_map(|m| m.parse().ok())
+        .collect();
+    let wide: Vec<u64> = moves.iter().map(|&m| u64::from(m)).collect();
+    let score = game::replay(1000, &wide).ok()?;
+    Some((score as i64, moves))
+}
+
+/// A game of N from N + 1's: N + 1 dropped (legal on 1..=N, see `sieve::family`), finished.
+fn restrict(n: u32, moves: &[u32]) -> Option<(i64, Vec<u32>)> {
+    let kept: Vec<u32> = moves.iter().copied().filter(|&m| m <= n).collect();
+    let finished = game::finish(n, &kept)?;
+    let wide: Vec<u64> = finished.iter().map(|&m| u64::from(m)).collect();
+    let score = game::replay(n, &wide).ok()?;
+    Some((score as i64, finished))
+}
+
+/// N's certificate: the file's if it checks, else a new one (written to the file). Returns
+/// it with the CPU seconds spent deriving it (0 when reused).
+fn bound_of(n: u32, dir: &Path) -> Result<(Certificate, f64), String> {
+    let file = dir.join(format!("{n}.txt"));
+    if let Ok(text) = std::fs::read_to_string(&file) {
+        if let Ok(cert) = Certificate::parse(&text) {
+            if cert.n == n && certificate::check(&cert).is_ok() {
+                return Ok((cert, 0.0));
+            }
+        }
+    }
+    let cpu = process_cpu_seconds();
+    let cert = cuts::certify(n);
+    let spent = process_cpu_seconds() - cpu;
+    certificate::check(&cert).map_err(|e| format!("N = {n}: own certificate fails: {e}"))?;
+    let text = format!(
+        "# grind sieve upper-bound certificate (checked by sieve::certificate::check)\n{}",
+        cert.to_text()
+    );
+    std::fs::write(&file, text).map_err(|e| format!("{}: {e}", file.display()))?;
+    Ok((cert, spent))
+}
+
+fn today() -> String {
+    std::process::Command::new("date")
+        .args(["-u", "+%Y-%m-%d"])
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .map_or_else(|| "-".to_string(), |d| d.trim().to_string())
+}
+
+fn main() -> ExitCode {
+    let mut args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
+    let dir = PathBuf::from(format!("{ROOT}/records/sieve-bounds"));
+    if let Some(first) = flag(&mut args, "--bound") {
+        let ns = std::iter::once(first).chain(args.iter().cloned());
+        for n in ns.filter_map(|a| a.parse::<u32>().ok()) {
+            let cpu = process_cpu_seconds();
+            let cert = cuts::certify(n);
+            let derive = process_cpu_seconds() - cpu;
+            let cpu = process_cpu_seconds();
+            let checked = certificate::check(&cert);
+            let check = process_cpu_seconds() - cpu;
+            println!(
+                "N {n}: bound {} ({checked:?}), {} cuts, {} potentials, {} bytes, derive {derive:.2} s, check {check:.2} s",
+                cert.bound,
+                cert.cuts.len(),
+                cert.potentials.len(),
+                cert.to_text().len()
+            );
+        }
+        return ExitCode::SUCCESS;
+    }
+    let from: u32 = flag(&mut args, "--from")
+        .and_then(|a| a.parse().ok())
+        .expect("--from A");
+    let to: u32 = flag(&mut args, "--to")
+        .and_then(|a| a.parse().ok())
+        .expect("--to B");
+    let commit = flag(&mut args, "--commit").unwrap_or_else(|| "-".into());
+    let seconds: f64 = flag(&mut args, "--seconds").map_or(10.0, |s| s.parse().expect("--seconds"));
+    let backward = args.iter().any(|a| a == "--backward");
+    let record = PathBuf::from(format!("{ROOT}/records/sieve-beyond-1000.tsv"));
+    std::fs::create_dir_all(&dir).expect("records/sieve-bounds");
+    let mut best = recorded(&record);
+    if let Some(seed) = seed_1000() {
+        best.entry(1000).or_insert(seed);
+    }
+    let published = published();
+    let date = today();
+    let order: Vec<u32> = if backward {
+        (from..=to).rev().collect()
+    } else {
+        (from..=to).collect()
+    };
+    for n in order {
+        let mut starts: Vec<(i64, Vec<u32>, &str)> = Vec::new();
+        if let Some((score, moves)) = best.get(&n) {
+            starts.push((*score, moves.clone(), "own"));
+        }
+        if let Some((score, moves)) = best.get(&(n - 1)) {
+            let wide: Vec<u64> = moves.iter().map(|&m| u64::from(m)).collect();
+            if let Ok((ext, s)) = family::extend(n, &wide, *score) {
+                starts.push((s, ext.iter().map(|&m| m as u32).collect(), "n-1"));
+            }
+        }
+        if let Some((s, moves)) = best.get(&(n + 1)).and_then(|(_, m)| restrict(n, m)) {
+            starts.push((s, moves, "n+1"));
+        }
+        let Some((start_score, start, origin)) = starts.into_iter().max_by_key(|s| s.0) else {
+            eprintln!("N = {n}: no neighbour game to start from");
+            return ExitCode::FAILURE;
+        };
+        let (cert, bound_cpu) = match bound_of(n, &dir) {
+            Ok(b) => b,
+            Err(e) => {
+                eprintln!("{e}");
+                return ExitCode::FAILURE;
+            }
+        };
+        let cpu = process_cpu_seconds();
+        let mut run = match lns::Lns::new(n, &start, u64::from(n)) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("N = {n}: start: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+        let size = anytime::region_size(n);
+        let plan = lns::Schedule {
+            sizes: &[size],
+            nodes: anytime::REPAIR_NODES,
+            kick_every: anytime::KICK_EVERY,
+            slack: anytime::KICK_SLACK,
+            kick_pairs: anytime::KICK_PAIRS,
+        };
+        let mut steps = 0u64;
+        while run.best().1 < cert.bound && process_cpu_seconds() - cpu < seconds {
+            for _ in 0..8 {
+                run.tick(&plan);
+                steps += 1;
+            }
+        }
+        let spent = process_cpu_seconds() - cpu;
+        let (moves, score) = run.best();
+        let wide: Vec<u64> = moves.iter().map(|&m| u64::from(m)).collect();
+        match game::replay(n, &wide) {
+            Ok(s) if s as i64 == score => {}
+            other => {
+                eprintln!("N = {n}: the game found does not replay to {score}: {other:?}");
+                return ExitCode::FAILURE;
+            }
+        }
+        if score > cert.bound {
+            eprintln!(
+                "N = {n}: game {score} above the certified bound {}",
+                cert.bound
+            );
+            return ExitCode::FAILURE;
+        }
+        let improved = best.get(&n).is_none_or(|b| score > b.0);
+        if improved {
+            best.insert(n, (score, moves.to_vec()));
+            let reference = published.get(&n).copied();
+            let (pub_text, diff) = match reference {
+                Some(p) => (p.to_string(), (score - p).to_string()),
+                None => ("-".into(), "-".into()),
+            };
+            let game: Vec<String> = moves.iter().map(u32::to_string).collect();
+            println!(
+                "{n}\t{score}\t{pub_text}\t{diff}\t{}\t{}\t{spent:.2}\t{bound_cpu:.2}\t{steps}\t{origin}:{start_score}\t{}\t{}\t{commit}\t{date}\t{}",
+                cert.bound,
+                cert.bound - score,
+                Sieve::SOLVER_VERSION,
+                env!("CARGO_PKG_VERSION"),
+                game.join(" ")
+            );
+        } else {
+            eprintln!("N = {n}: {score}, no better than the recorded game");
+        }
+    }
+    ExitCode::SUCCESS
+}
