@@ -206,19 +206,31 @@ expect "Golomb: b 55 makes unit 1 explore fewer nodes" [ "$bound_nodes" -lt "$fr
 expect "Golomb: with b 55 nothing is printed, the slice is done, s UNKNOWN" bash -c \
     "! grep -q '^o ' $WORK/g10-b.out && grep -q 'no ruler in it is shorter than 55' $WORK/g10-b.out && grep -qx 's UNKNOWN' $WORK/g10-b.out"
 # A bound arriving while the search runs (stdin held open, line sent after the first `o`).
+# n = 12's first slice runs for seconds, so the solver is still searching when the line
+# arrives (n = 10's slices can end before it on a quiet machine). The bound is 86, one above
+# A003022's 85 for 12 marks, which lies in another slice: a solver that uses it prints no
+# ruler of 86 or more after receiving it, one that ignores it goes on improving above 86. The
+# write ignores SIGPIPE: a solver that has already exited fails this check instead of killing
+# the script.
+cp "$GOLOMB/instances/12.txt" "$WORK/g12.txt"
 mkfifo "$WORK/fifo"
-"$BIN" "$WORK/g10.txt" 1 < "$WORK/fifo" > "$WORK/g10-late.out" &
+"$BIN" "$WORK/g12.txt" 1 < "$WORK/fifo" > "$WORK/g12-late.out" &
 gpid=$!
 exec 3> "$WORK/fifo"
-wait_for 30 grep -q '^o ' "$WORK/g10-late.out"
-echo "b 56" >&3
+wait_for 30 grep -q '^o ' "$WORK/g12-late.out"
+late_bound=86
+(trap '' PIPE; echo "b $late_bound" >&3) 2>/dev/null || true
 exec 3>&-
 wait $gpid
-expect "Golomb: a bound received mid-search is used (only rulers < 56 printed after it)" bash -c \
-    "awk '/^c received bound 56/{b=1} b && /^o /{if (\$2 >= 56) bad=1} END{exit !(b && !bad)}' $WORK/g10-late.out && [ \"\$(last_cost $WORK/g10-late.out)\" = 55 ]"
+expect "Golomb: a bound received mid-search is used (only rulers < ${late_bound} printed after it)" bash -c \
+    "awk -v B='${late_bound}' '/^c received bound /{b = (\$4 == B)} b && /^o /{if (\$2 >= B) bad=1} END{exit !(b && !bad)}' $WORK/g12-late.out"
+"$BIN" "$WORK/g12.txt" 1 < /dev/null > "$WORK/g12-free.out"
+late_nodes=$(awk '/^c nodes /{print $3}' "$WORK/g12-late.out")
+free12_nodes=$(awk '/^c nodes /{print $3}' "$WORK/g12-free.out")
+expect "Golomb: the bound received mid-search cut the slice (${late_nodes} nodes, ${free12_nodes} without)" \
+    [ "${late_nodes:-999999999999}" -lt "${free12_nodes:-0}" ]
 
 # SIGTERM and the time limit stop the search promptly; the last ruler printed checks out.
-cp "$GOLOMB/instances/12.txt" "$WORK/g12.txt"
 expect "Golomb: SIGTERM stops n=12 within 1 s" stops_on_sigterm 1 "$WORK/g12-term.out" "$BIN" "$WORK/g12.txt"
 expect "Golomb: says why it stopped" grep -qx 'c stopped by SIGTERM' "$WORK/g12-term.out"
 last_model "$WORK/g12-term.out" > "$WORK/g12.sol"

@@ -34,7 +34,7 @@ th,td{padding:.35rem .55rem;border-bottom:1px solid var(--line);text-align:left;
 vertical-align:top;white-space:nowrap}
 th{font-size:.78rem;text-transform:uppercase;letter-spacing:.03em;color:var(--muted)}
 td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
-td.wrap{white-space:normal;overflow-wrap:anywhere;min-width:12rem}
+td.wrap{white-space:normal;overflow-wrap:anywhere;min-width:24rem}
 td.params{white-space:normal;overflow-wrap:break-word;min-width:12rem;max-width:20rem;font-size:.85rem}
 .badge{display:inline-block;padding:0 .45rem;border-radius:.6rem;font-size:.78rem;
 background:var(--line)}
