@@ -211,7 +211,8 @@ fn agrees(
 mod tests {
     use super::*;
     use crate::problem::{
-        Chains, Presentation, SolveContext, SplitBatch, UnitOutcome, UnitSpec, Units, Verification,
+        Chains, Placement, Presentation, SolveContext, SplitBatch, UnitOutcome, UnitSpec, Units,
+        Verification,
     };
     use crate::registry::registry;
     use std::time::Instant;
@@ -340,6 +341,7 @@ mod tests {
     }
     impl Units for Faulty {}
     impl Chains for Faulty {}
+    impl Placement for Faulty {}
     impl Presentation for Faulty {}
 
     #[test]
@@ -420,6 +422,7 @@ mod tests {
         impl Verification for Short {}
         impl Units for Short {}
         impl Chains for Short {}
+        impl Placement for Short {}
         impl Presentation for Short {}
         let err = check(&Short).unwrap_err();
         assert!(

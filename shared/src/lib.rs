@@ -3,12 +3,14 @@
 //!
 //! A new problem is one module under [`problems`] plus one line in [`registry::registry`].
 
+pub mod attachments;
 pub mod conformance;
 pub mod contests;
 pub mod count;
 pub mod coverage;
 pub mod drawing;
 pub mod local;
+pub mod placement;
 pub mod premise;
 pub mod problem;
 pub mod problems;

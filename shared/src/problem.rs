@@ -95,6 +95,10 @@ pub enum ProblemError {
     /// The solver failed.
     #[error("solver failed: {0}")]
     Solver(String),
+    /// The verifier itself failed (a user's checker crashed, hung or printed nonsense): the
+    /// claim is neither accepted nor held against the worker who made it.
+    #[error("verifier failed: {0}")]
+    VerifierFailed(String),
 }
 
 /// One piece of a campaign's search space: an opaque payload plus a human-readable label.
@@ -180,6 +184,12 @@ pub trait SolveContext: Sync {
         let _ = (units, remaining);
         false
     }
+    /// Records facts about how this solve ran (for a user's solver: bundle digests, limits,
+    /// sandbox applied, exit status, stderr tail) to store with the unit's result as
+    /// provenance. The default drops them.
+    fn provenance(&self, record: Value) {
+        let _ = record;
+    }
 }
 
 /// A problem instance with validated parameters: splitter, solver and verifier.
@@ -196,16 +206,27 @@ pub trait SolveContext: Sync {
 /// | [`Units`] | `check_donation`, `child_priority`, `join_units`, `bound_of_unit` | units beyond split and solve: donation, expansion, joining, per-unit bounds |
 /// | [`Chains`] | `premises`, `predecessor`, `inherit`, `proven_solution` | results that build on other campaigns' results |
 /// | [`Presentation`] | `render`, `render_samples`, `parse_submission`, `drawing` | showing results to people and reading submissions back |
+/// | [`Placement`] | `requirements` | which workers may run the units (opt-in to native code, platforms) |
 ///
 /// Callers holding a `dyn Problem` (or a `P: Problem`) call every method directly; code
 /// naming a concrete problem type imports the capability traits it calls.
-pub trait Problem: Verification + Units + Chains + Presentation + Send + Sync + 'static {
+pub trait Problem:
+    Verification + Units + Chains + Presentation + Placement + Send + Sync + 'static
+{
     /// What the campaign computes.
     fn objective(&self) -> Objective;
 
     /// True when finishing every unit proves the result (exact optimum or exact count);
     /// false for heuristic, anytime searches.
     fn exhaustive(&self) -> bool {
+        true
+    }
+
+    /// True when grind itself checks that the units cover the search space (it made the
+    /// split), so that finishing every unit of an exhaustive campaign proves its result.
+    /// False for a split grind cannot check (a user's own units file): a finished campaign
+    /// is then recorded as the solver's claim, never as proven.
+    fn coverage_checked(&self) -> bool {
         true
     }
 
@@ -402,6 +423,14 @@ pub trait Presentation {
     fn drawing(&self, solution: &Value) -> Option<crate::drawing::Drawing> {
         let _ = solution;
         None
+    }
+}
+
+/// Capability: where the units may run. The default (built-in problems): on any worker.
+pub trait Placement {
+    /// What a worker needs to be granted this instance's units.
+    fn requirements(&self) -> crate::placement::Requirements {
+        crate::placement::Requirements::default()
     }
 }
 

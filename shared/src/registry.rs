@@ -35,6 +35,13 @@ pub trait ProblemDef: Problem + Sized {
         Ok(None)
     }
 
+    /// The JSON keys of [`ProblemDef::Params`] that name files to attach (see
+    /// [`crate::attachments`]): at the command line each holds a path (or an array of
+    /// them), each optionally prefixed `LABEL=` (e.g. a platform); the CLI uploads the file
+    /// or directory and replaces the path with its `sha256:<hex>` digest, keeping the label.
+    /// Empty (the default) for problems that name no files.
+    const ATTACHMENTS: &'static [&'static str] = &[];
+
     /// Small parameters that run a whole campaign in well under a second (in a debug
     /// build) and find something to verify: the conformance test
     /// ([`crate::conformance`]) runs each through the generic local driver, and fails for
@@ -62,6 +69,8 @@ pub struct ProblemEntry {
     build: fn(&Value) -> Result<Built, ProblemError>,
     family: fn(&Value) -> Result<Option<Vec<Value>>, ProblemError>,
     examples: fn() -> Vec<Value>,
+    /// See [`ProblemDef::ATTACHMENTS`].
+    pub attachments: &'static [&'static str],
 }
 
 impl ProblemEntry {
@@ -76,6 +85,7 @@ impl ProblemEntry {
             build: build::<P>,
             family: family::<P>,
             examples: P::examples,
+            attachments: P::ATTACHMENTS,
         }
     }
 

@@ -53,8 +53,8 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::problem::{
-    codec, Chains, Objective, Presentation, Problem, ProblemError, SolveContext, SplitBatch,
-    UnitOutcome, UnitSpec, Units, Verification,
+    codec, Chains, Objective, Placement, Presentation, Problem, ProblemError, SolveContext,
+    SplitBatch, UnitOutcome, UnitSpec, Units, Verification,
 };
 use crate::registry::ProblemDef;
 
@@ -196,6 +196,8 @@ impl Verification for NimSquare {
 impl Units for NimSquare {}
 
 impl Chains for NimSquare {}
+
+impl Placement for NimSquare {}
 
 impl Presentation for NimSquare {
     fn render_samples(&self, samples: &[serde_json::Value]) -> String {

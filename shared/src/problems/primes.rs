@@ -9,8 +9,8 @@ use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};
 
 use crate::problem::{
-    codec, Chains, Objective, Presentation, Problem, ProblemError, SolveContext, SplitBatch,
-    UnitOutcome, UnitSpec, Units, Verification,
+    codec, Chains, Objective, Placement, Presentation, Problem, ProblemError, SolveContext,
+    SplitBatch, UnitOutcome, UnitSpec, Units, Verification,
 };
 use crate::registry::ProblemDef;
 
@@ -238,6 +238,8 @@ impl Units for Primes {
 }
 
 impl Chains for Primes {}
+
+impl Placement for Primes {}
 
 impl Presentation for Primes {}
 

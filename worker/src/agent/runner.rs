@@ -109,7 +109,7 @@ mod tests {
     use super::*;
     use crate::context::SharedBound;
     use grind_shared::problem::{
-        Chains, Objective, Presentation, SplitBatch, UnitOutcome, Units, Verification,
+        Chains, Objective, Placement, Presentation, SplitBatch, UnitOutcome, Units, Verification,
     };
 
     /// A problem whose solver panics.
@@ -118,6 +118,7 @@ mod tests {
     impl Verification for Panics {}
     impl Units for Panics {}
     impl Chains for Panics {}
+    impl Placement for Panics {}
     impl Presentation for Panics {}
 
     impl Problem for Panics {

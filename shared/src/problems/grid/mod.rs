@@ -51,8 +51,8 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::problem::{
-    Chains, Objective, Presentation, Problem, ProblemError, Scored, SolveContext, SplitBatch,
-    UnitOutcome, UnitSpec, Units, Verification,
+    Chains, Objective, Placement, Presentation, Problem, ProblemError, Scored, SolveContext,
+    SplitBatch, UnitOutcome, UnitSpec, Units, Verification,
 };
 use crate::registry::ProblemDef;
 use closure::Closure;
@@ -627,6 +627,8 @@ impl Chains for Grid {
         Some(verify::solution(&walk, cost, cost))
     }
 }
+
+impl Placement for Grid {}
 
 impl Presentation for Grid {
     fn render(&self, value: &str, solution: Option<&Value>) -> String {

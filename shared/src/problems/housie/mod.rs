@@ -33,8 +33,8 @@ use serde_json::Value;
 use std::sync::Mutex;
 
 use crate::problem::{
-    codec, Chains, Objective, Presentation, Problem, ProblemError, SolveContext, SplitBatch,
-    UnitOutcome, UnitSpec, Units, Verification,
+    codec, Chains, Objective, Placement, Presentation, Problem, ProblemError, SolveContext,
+    SplitBatch, UnitOutcome, UnitSpec, Units, Verification,
 };
 use crate::registry::ProblemDef;
 use book::Book;
@@ -352,6 +352,8 @@ impl Verification for Housie {
 impl Units for Housie {}
 
 impl Chains for Housie {}
+
+impl Placement for Housie {}
 
 impl Presentation for Housie {
     /// Renders the books in book order, in the campaign's `--format`. The samples were

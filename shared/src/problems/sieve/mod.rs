@@ -115,8 +115,8 @@ use std::sync::{Mutex, OnceLock};
 
 use crate::coverage::{check_range_donation, RangeUnit};
 use crate::problem::{
-    Chains, Objective, Presentation, Problem, ProblemError, Scored, SolveContext, SplitBatch,
-    UnitOutcome, UnitSpec, Units, Verification,
+    Chains, Objective, Placement, Presentation, Problem, ProblemError, Scored, SolveContext,
+    SplitBatch, UnitOutcome, UnitSpec, Units, Verification,
 };
 use crate::registry::ProblemDef;
 use search::{Observer, SearchEnd, Searcher};
@@ -709,6 +709,8 @@ impl Chains for Sieve {
         family::inherit(self.n, value, solution)
     }
 }
+
+impl Placement for Sieve {}
 
 impl Presentation for Sieve {
     fn parse_submission(&self, text: &str) -> Result<Value, ProblemError> {

@@ -35,8 +35,8 @@ use std::sync::Mutex;
 use crate::coverage::{check_range_donation, RangeUnit};
 use crate::premise::Premise;
 use crate::problem::{
-    Chains, Objective, Presentation, Problem, ProblemError, Scored, SolveContext, SplitBatch,
-    UnitOutcome, UnitSpec, Units, Verification,
+    Chains, Objective, Placement, Presentation, Problem, ProblemError, Scored, SolveContext,
+    SplitBatch, UnitOutcome, UnitSpec, Units, Verification,
 };
 use crate::registry::ProblemDef;
 use search::{count_flips, Mode, Observer, SearchEnd, Searcher};
@@ -740,6 +740,8 @@ impl Chains for Topswops {
             .collect()
     }
 }
+
+impl Placement for Topswops {}
 
 impl Presentation for Topswops {
     fn parse_submission(&self, text: &str) -> Result<Value, ProblemError> {
