@@ -14,7 +14,7 @@ use crate::clock::Clock;
 use crate::config::Config;
 use crate::error::Error;
 use crate::problems::Problems;
-use crate::scheduler::{self, Action, ChildUnit, Ctx, NewCampaign, Usage, VerifiedResult};
+use crate::scheduler::{self, Action, ChildUnit, Ctx, Effects, NewCampaign, Usage, VerifiedResult};
 use crate::store::Store;
 use crate::views;
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
@@ -152,7 +152,8 @@ impl Coordinator {
             .unwrap_or(false)
     }
 
-    /// Runs a scheduler step as one atomic store write.
+    /// Runs a scheduler step as one atomic store write, then publishes what the committed
+    /// change means for watchers (its [`Effects`]).
     async fn write<R, F>(&self, f: F) -> Result<R, Error>
     where
         R: Send + 'static,
@@ -160,18 +161,31 @@ impl Coordinator {
     {
         let this = self.clone();
         let now = self.now();
-        self.inner
+        let (value, effects) = self
+            .inner
             .store
             .write(move |conn| {
-                let ctx = Ctx {
-                    conn,
-                    now,
-                    config: &this.inner.config,
-                    problems: &this.inner.problems,
-                };
-                f(&ctx)
+                let ctx = Ctx::new(conn, now, &this.inner.config, &this.inner.problems);
+                let value = f(&ctx)?;
+                Ok((value, ctx.effects()))
             })
-            .await
+            .await?;
+        self.publish(effects).await;
+        Ok(value)
+    }
+
+    /// Tells watchers what a committed change means: pages look again, waiting lease calls
+    /// try again, workers get the new bounds.
+    async fn publish(&self, effects: Effects) {
+        if effects.page {
+            self.changed();
+        }
+        if effects.work {
+            self.work_appeared();
+        }
+        if effects.bounds {
+            self.refresh_bounds().await;
+        }
     }
 
     /// Problem instance of a campaign.
@@ -201,12 +215,7 @@ impl Coordinator {
 
     /// Expires overdue leases; returns how many.
     pub async fn sweep(&self) -> Result<usize, Error> {
-        let expired = self.write(scheduler::expire_leases).await?;
-        if expired > 0 {
-            self.changed();
-            self.work_appeared();
-        }
-        Ok(expired)
+        self.write(scheduler::expire_leases).await
     }
 
     // ---- worker API ------------------------------------------------------------------------
@@ -343,8 +352,7 @@ impl Coordinator {
         let solution = req.solution_json.clone();
         let (best, accepted) = self
             .write(move |ctx| {
-                scheduler::touch_worker(ctx, req.worker_id)?;
-                let offered = scheduler::offer_incumbent(
+                scheduler::improve(
                     ctx,
                     lease.campaign_id,
                     &solution,
@@ -356,17 +364,9 @@ impl Coordinator {
                         source: "improvement",
                         solver_version: req.solver_version,
                     },
-                )?;
-                if offered.1 {
-                    scheduler::successors::close_if_reached(ctx, lease.campaign_id)?;
-                }
-                Ok(offered)
+                )
             })
             .await?;
-        if accepted {
-            self.changed();
-            self.refresh_bounds().await;
-        }
         Ok(pb::ImprovementReply {
             accepted,
             verified_score: score,
@@ -408,11 +408,11 @@ impl Coordinator {
     /// kept and donated parts cover the donor's unit exactly (`Problem::check_donation`). A
     /// donation that fails is refused and recorded against the worker (`donation_rejected`).
     pub async fn donate(&self, req: pb::DonateRequest) -> Result<pb::DonateReply, Error> {
-        if req.units.len() > scheduler::donations::MAX_DONATED {
+        if req.units.len() > scheduler::MAX_DONATED {
             return Err(Error::InvalidArgument(format!(
                 "{} donated units is more than the {} allowed at once",
                 req.units.len(),
-                scheduler::donations::MAX_DONATED
+                scheduler::MAX_DONATED
             )));
         }
         let this = self.clone();
@@ -431,7 +431,7 @@ impl Coordinator {
                 }
                 let problem = this.inner.problems.get(conn, lease.campaign_id)?;
                 let (payload, best) =
-                    scheduler::donations::donation_basis(conn, lease.unit_id, lease.campaign_id)?;
+                    scheduler::donation_basis(conn, lease.unit_id, lease.campaign_id)?;
                 Ok((lease, problem, payload, best))
             })
             .await?;
@@ -449,10 +449,6 @@ impl Coordinator {
         let accepted = self
             .write(move |ctx| scheduler::donate(ctx, req.worker_id, &req, &checked))
             .await?;
-        if accepted > 0 {
-            // Idle workers waiting in a lease call take the donated units at once.
-            self.work_appeared();
-        }
         Ok(pb::DonateReply { accepted })
     }
 
@@ -487,18 +483,11 @@ impl Coordinator {
     /// Verifies and records a unit result (idempotent per unit).
     pub async fn complete(&self, req: pb::CompleteRequest) -> Result<pb::CompleteReply, Error> {
         let settled = self.prepare_completion(req).await?;
-        let may_move_bound = settled.may_move_bound;
-        let reply = self
-            .write(move |ctx| {
-                scheduler::touch_worker(ctx, settled.worker_id)?;
-                settled.settle(ctx)
-            })
-            .await?;
-        self.changed();
-        if may_move_bound {
-            self.refresh_bounds().await;
-        }
-        Ok(reply)
+        self.write(move |ctx| {
+            scheduler::touch_worker(ctx, settled.worker_id)?;
+            settled.settle(ctx)
+        })
+        .await
     }
 
     /// Settles several results in order and then leases more work, in one durable commit.
@@ -532,44 +521,35 @@ impl Coordinator {
                 }
             });
         }
-        let may_move_bound = prepared
-            .iter()
-            .any(|p| p.as_ref().is_ok_and(|p| p.may_move_bound));
         let (capacity, max_units) = (req.lease_capacity, req.lease_max_units);
         let (outcomes, leases) = self
             .write(move |ctx| {
                 scheduler::touch_worker(ctx, worker_id)?;
                 let outcomes: Vec<pb::CompleteOutcome> = prepared
                     .into_iter()
-                    .map(
-                        |p| match p.and_then(|p| in_savepoint(ctx, |ctx| p.settle(ctx))) {
-                            Ok(reply) => pb::CompleteOutcome {
-                                reply: Some(reply),
-                                ..Default::default()
-                            },
-                            Err(err) => {
-                                let status = tonic::Status::from(err);
-                                pb::CompleteOutcome {
-                                    reply: None,
-                                    error_code: status.code() as i32,
-                                    error: status.message().to_string(),
-                                }
-                            }
+                    .map(|p| match p.and_then(|p| settle_alone(ctx, &p)) {
+                        Ok(reply) => pb::CompleteOutcome {
+                            reply: Some(reply),
+                            ..Default::default()
                         },
-                    )
+                        Err(err) => {
+                            let status = tonic::Status::from(err);
+                            pb::CompleteOutcome {
+                                reply: None,
+                                error_code: status.code() as i32,
+                                error: status.message().to_string(),
+                            }
+                        }
+                    })
                     .collect();
                 let leases = if capacity > 0 {
-                    scheduler::grant_leases(ctx, worker_id, capacity, max_units)?
+                    scheduler::flows::grant::grant_more(ctx, worker_id, capacity, max_units)?
                 } else {
                     Vec::new()
                 };
                 Ok((outcomes, leases))
             })
             .await?;
-        self.changed();
-        if may_move_bound {
-            self.refresh_bounds().await;
-        }
         let lease = (capacity > 0).then(|| self.lease_reply(worker_id, capacity, leases));
         Ok(pb::CompleteBatchReply { outcomes, lease })
     }
@@ -591,9 +571,6 @@ impl Coordinator {
             .result
             .ok_or_else(|| Error::InvalidArgument("a completion needs a result".into()))?;
         let verified = verify_result(problem, &result, &req.unit_payload).await?;
-        // Only a result carrying a solution can move a bound: skip the re-read otherwise
-        // (this is the hot path of count campaigns).
-        let may_move_bound = matches!(verified, VerifiedResult::Best(Some(_), _, _));
         Ok(Settlement {
             worker_id: req.worker_id,
             lease_id: req.lease_id,
@@ -606,7 +583,6 @@ impl Coordinator {
                 solver_version: result.solver_version,
                 claim: result.claims.then_some(result.claim_bound),
             },
-            may_move_bound,
         })
     }
 
@@ -621,8 +597,6 @@ impl Coordinator {
             scheduler::release(ctx, req.worker_id, req.lease_id, &req.cursor, usage)
         })
         .await?;
-        self.changed();
-        self.work_appeared();
         Ok(pb::ReleaseReply {})
     }
 
@@ -725,7 +699,6 @@ impl Coordinator {
         if let Ok(mut admitted) = self.inner.admitted.lock() {
             admitted.remove(&worker_id);
         }
-        self.changed();
         Ok(taken)
     }
 
@@ -768,9 +741,6 @@ impl Coordinator {
                 )
             })
             .await?;
-        self.changed();
-        self.work_appeared();
-        self.refresh_bounds().await;
         Ok(ids)
     }
 
@@ -795,9 +765,6 @@ impl Coordinator {
     ) -> Result<pb::CampaignStatus, Error> {
         self.write(move |ctx| scheduler::change_state(ctx, campaign_id, action))
             .await?;
-        self.changed();
-        self.work_appeared();
-        self.refresh_bounds().await;
         self.campaign(campaign_id).await
     }
 
@@ -883,9 +850,8 @@ impl Coordinator {
         let record: serde_json::Value = serde_json::from_str(&req.record_json)
             .map_err(|e| Error::InvalidArgument(format!("the proof record is not JSON: {e}")))?;
         let record_id = self
-            .write(move |ctx| scheduler::premises::import_record(ctx, &record, &req.source))
+            .write(move |ctx| scheduler::import_record(ctx, &record, &req.source))
             .await?;
-        self.changed();
         Ok(pb::ImportProofRecordReply { record_id })
     }
 
@@ -902,7 +868,7 @@ impl Coordinator {
         };
         let (_, accepted) = self
             .write(move |ctx| {
-                let offered = scheduler::offer_incumbent(
+                scheduler::improve(
                     ctx,
                     req.campaign_id,
                     &req.solution_json,
@@ -911,15 +877,9 @@ impl Coordinator {
                         source: &source,
                         ..Default::default()
                     },
-                )?;
-                if offered.1 {
-                    scheduler::successors::close_if_reached(ctx, req.campaign_id)?;
-                }
-                Ok(offered)
+                )
             })
             .await?;
-        self.changed();
-        self.refresh_bounds().await;
         Ok(pb::ImportReply {
             accepted,
             verified_score: score,
@@ -970,7 +930,6 @@ struct Settlement {
     covered: Vec<u8>,
     verified: VerifiedResult,
     usage: Usage,
-    may_move_bound: bool,
 }
 
 impl Settlement {
@@ -987,21 +946,15 @@ impl Settlement {
     }
 }
 
-/// Runs `f` inside a savepoint of the current write: if it fails, what it did is rolled
-/// back alone and the rest of the write goes on.
-fn in_savepoint<R>(ctx: &Ctx, f: impl FnOnce(&Ctx) -> Result<R, Error>) -> Result<R, Error> {
-    ctx.conn.execute_batch("SAVEPOINT batch_item")?;
-    match f(ctx) {
-        Ok(value) => {
-            ctx.conn.execute_batch("RELEASE batch_item")?;
-            Ok(value)
-        }
-        Err(err) => {
-            ctx.conn
-                .execute_batch("ROLLBACK TO batch_item; RELEASE batch_item")?;
-            Err(err)
-        }
+/// Settles one completion of a batch inside its own savepoint: if it fails, what it did
+/// (and the effects it noted) is rolled back alone and the rest of the write goes on.
+fn settle_alone(ctx: &Ctx, settlement: &Settlement) -> Result<pb::CompleteReply, Error> {
+    let saved = ctx.effects();
+    let settled = crate::store::in_savepoint(ctx.conn, || settlement.settle(ctx));
+    if settled.is_err() {
+        ctx.restore_effects(saved);
     }
+    settled
 }
 
 async fn verify_result(

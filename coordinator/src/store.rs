@@ -142,6 +142,26 @@ impl Store {
     }
 }
 
+/// Runs `f` inside a savepoint of the current write: if it fails, what it did is rolled
+/// back alone and the rest of the write goes on (a batch of changes whose items succeed or
+/// fail one by one).
+pub fn in_savepoint<R>(
+    conn: &Connection,
+    f: impl FnOnce() -> Result<R, Error>,
+) -> Result<R, Error> {
+    conn.execute_batch("SAVEPOINT batch_item")?;
+    match f() {
+        Ok(value) => {
+            conn.execute_batch("RELEASE batch_item")?;
+            Ok(value)
+        }
+        Err(err) => {
+            conn.execute_batch("ROLLBACK TO batch_item; RELEASE batch_item")?;
+            Err(err)
+        }
+    }
+}
+
 fn configure(conn: &Connection, durability: Durability) -> Result<(), Error> {
     conn.busy_timeout(std::time::Duration::from_secs(10))?;
     conn.pragma_update(None, "journal_mode", "WAL")?;

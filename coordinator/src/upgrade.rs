@@ -6,7 +6,8 @@ use grind_shared::registry;
 use serde_json::json;
 
 use crate::error::Error;
-use crate::scheduler::{campaigns, event, Ctx};
+use crate::scheduler::tables::campaigns;
+use crate::scheduler::{event, Ctx};
 
 /// Raises the solver version of every unfinished campaign whose problem this binary solves
 /// with a newer solver. Returns the upgraded campaigns as (id, from, to).
@@ -103,12 +104,7 @@ mod tests {
         let unlabelled = improvement(&conn, 1, serde_json::json!({"score": 5}));
         let labelled = improvement(&conn, 2, serde_json::json!({"solver_version": 0}));
         let (config, problems) = (Config::default(), Problems::default());
-        let ctx = Ctx {
-            conn: &conn,
-            now: 10,
-            config: &config,
-            problems: &problems,
-        };
+        let ctx = Ctx::new(&conn, 10, &config, &problems);
         let upgraded = upgrade_solver_versions(&ctx).unwrap();
         // Only the unfinished campaign of a known problem is upgraded.
         assert_eq!(upgraded, vec![(1, 0, current)]);

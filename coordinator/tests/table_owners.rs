@@ -3,22 +3,30 @@
 //! This test scans the string literals of `coordinator/src` (outside comments and
 //! `#[cfg(test)]` items; the migrations in `schema.rs` aside) and fails naming the file,
 //! line and table of any write from elsewhere.
+//!
+//! The owners are the scheduler's table modules, and the scheduler keeps three layers
+//! (tables, rules, flows): [`layers`] lists every cross-module call inside
+//! `coordinator/src/scheduler/` and fails on a table module calling another, a rule touching
+//! the store, or a cycle.
+
+#[path = "table_owners/layers.rs"]
+mod layers;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// Table -> the one file (relative to the crate) allowed to write it.
 const OWNERS: &[(&str, &str)] = &[
-    ("campaigns", "src/scheduler/campaigns.rs"),
-    ("units", "src/scheduler/units.rs"),
-    ("spawned_payloads", "src/scheduler/units.rs"),
-    ("leases", "src/scheduler/leases.rs"),
-    ("results", "src/scheduler/results.rs"),
-    ("samples", "src/scheduler/results.rs"),
-    ("workers", "src/scheduler/workers.rs"),
-    ("premises", "src/scheduler/premises.rs"),
-    ("proof_records", "src/scheduler/premises.rs"),
-    ("events", "src/scheduler/events.rs"),
+    ("campaigns", "src/scheduler/tables/campaigns.rs"),
+    ("units", "src/scheduler/tables/units.rs"),
+    ("spawned_payloads", "src/scheduler/tables/units.rs"),
+    ("leases", "src/scheduler/tables/leases.rs"),
+    ("results", "src/scheduler/tables/results.rs"),
+    ("samples", "src/scheduler/tables/results.rs"),
+    ("workers", "src/scheduler/tables/workers.rs"),
+    ("premises", "src/scheduler/tables/premises.rs"),
+    ("proof_records", "src/scheduler/tables/premises.rs"),
+    ("events", "src/scheduler/tables/events.rs"),
     // Authentication, not scheduling: tokens are created and revoked by the admin CLI.
     ("tokens", "src/auth.rs"),
 ];
@@ -429,16 +437,16 @@ mod tests {
     assert_eq!(
         found,
         vec![
-            "src/web/sneaky.rs:5: writes table `units`, which only src/scheduler/units.rs may write; call its owner",
-            "src/web/sneaky.rs:7: writes table `spawned_payloads`, which only src/scheduler/units.rs may write; call its owner",
-            "src/web/sneaky.rs:11: writes table `leases`, which only src/scheduler/leases.rs may write; call its owner",
+            "src/web/sneaky.rs:5: writes table `units`, which only src/scheduler/tables/units.rs may write; call its owner",
+            "src/web/sneaky.rs:7: writes table `spawned_payloads`, which only src/scheduler/tables/units.rs may write; call its owner",
+            "src/web/sneaky.rs:11: writes table `leases`, which only src/scheduler/tables/leases.rs may write; call its owner",
             "src/web/sneaky.rs:12: writes table `{dynamic}`, which has no owner in tests/table_owners.rs",
             "src/web/sneaky.rs:13: writes table `mystery`, which has no owner in tests/table_owners.rs",
-            "src/web/sneaky.rs:15: writes table `campaigns`, which only src/scheduler/campaigns.rs may write; call its owner",
+            "src/web/sneaky.rs:15: writes table `campaigns`, which only src/scheduler/tables/campaigns.rs may write; call its owner",
         ]
     );
     // The same writes from their owners are fine, except the ones no one owns.
-    let from_owner = violations("src/scheduler/campaigns.rs", planted);
+    let from_owner = violations("src/scheduler/tables/campaigns.rs", planted);
     assert_eq!(from_owner.len(), 5, "{from_owner:#?}");
     assert!(violations(MIGRATIONS, planted).is_empty());
 }
@@ -467,6 +475,119 @@ fn f(conn: &Connection) {
             (6, "workers".to_string()),
             (7, "results".to_string()),
             (9, "samples".to_string()),
+        ]
+    );
+}
+
+/// The scheduler's modules as (module path, source).
+fn scheduler_modules() -> Vec<(String, String)> {
+    sources()
+        .into_iter()
+        .filter(|(file, _)| file.starts_with("src/scheduler/"))
+        .map(|(file, text)| (layers::module_of(&file["src/".len()..]), text))
+        .collect()
+}
+
+#[test]
+fn the_scheduler_keeps_its_layers() {
+    let modules = scheduler_modules();
+    for layer in ["tables", "rules", "flows"] {
+        let count = modules
+            .iter()
+            .filter(|(m, _)| m.starts_with(&format!("scheduler::{layer}::")))
+            .count();
+        assert!(count >= 4, "{count} modules in scheduler/{layer}");
+    }
+    let (refs, _) = layers::references(&modules).unwrap();
+    // Every cross-module call, for the record (`--nocapture` shows it).
+    let mut listing = String::new();
+    for r in refs.iter().filter(|r| r.is_call()) {
+        listing.push_str(&format!("{} -> {}::{}\n", r.from, r.to, r.item));
+    }
+    println!("cross-module calls inside src/scheduler:\n{listing}");
+    // The scan sees the calls it must see.
+    for (from, to, item) in [
+        (
+            "scheduler::flows::complete",
+            "scheduler::tables::leases",
+            "load_with_unit",
+        ),
+        (
+            "scheduler::flows::settle",
+            "scheduler::rules::settle",
+            "count_verdict",
+        ),
+        (
+            "scheduler::flows::grant",
+            "scheduler::rules::pacing",
+            "run_length",
+        ),
+        (
+            "scheduler::flows::finish",
+            "scheduler::flows::successors",
+            "adopt",
+        ),
+    ] {
+        assert!(
+            refs.iter()
+                .any(|r| r.from == from && r.to == to && r.item == item),
+            "{from} -> {to}::{item} not found in:\n{listing}"
+        );
+    }
+    let complaints = layers::layering_violations(&modules).unwrap();
+    assert!(complaints.is_empty(), "\n{}", complaints.join("\n"));
+}
+
+#[test]
+fn a_planted_layer_breach_is_named() {
+    let modules: Vec<(String, String)> = [
+        (
+            "scheduler",
+            "pub mod tables; pub use tables::units::grow; pub struct Ctx; pub struct Usage;",
+        ),
+        (
+            "scheduler::tables::units",
+            "use crate::scheduler::tables::campaigns;
+             use super::leases::LeaseRow;
+             pub fn grow(lease: &LeaseRow) { campaigns::advance(lease.id); }",
+        ),
+        ("scheduler::tables::campaigns", "pub fn advance(id: i64) {}"),
+        (
+            "scheduler::tables::leases",
+            "pub struct LeaseRow { pub id: i64 }",
+        ),
+        (
+            "scheduler::rules::pacing",
+            "use rusqlite::Connection; pub fn measure(c: &Connection) {}",
+        ),
+        (
+            "scheduler::rules::settle",
+            "pub fn decide(ctx: &crate::scheduler::Ctx, u: crate::scheduler::Usage) {}",
+        ),
+        (
+            "scheduler::flows::grant",
+            "use super::finish; pub fn grant() { finish::finish() }",
+        ),
+        (
+            "scheduler::flows::finish",
+            "pub fn finish() { super::grant::grant() }
+             #[cfg(test)]
+             mod tests { fn t() { crate::scheduler::tables::units::grow(); } }",
+        ),
+    ]
+    .into_iter()
+    .map(|(m, s)| (m.to_string(), s.to_string()))
+    .collect();
+    assert_eq!(
+        layers::layering_violations(&modules).unwrap(),
+        vec![
+            "scheduler::tables::units calls scheduler::tables::campaigns::advance: a table \
+             module calls no other table module (move the combination into a flow)",
+            "scheduler::rules::pacing touches the store (Connection, rusqlite): a rule decides \
+             from plain values",
+            "scheduler::rules::settle touches the store (Ctx): a rule decides from plain values",
+            "modules call each other in a cycle: scheduler::flows::finish -> \
+             scheduler::flows::grant -> scheduler::flows::finish",
         ]
     );
 }

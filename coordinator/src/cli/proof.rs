@@ -1,5 +1,5 @@
 //! `grind proof`: proof records from other grind databases, which back the premises of this
-//! database's campaigns (see `scheduler::premises`).
+//! database's campaigns (see `scheduler::flows::proof`).
 
 use anyhow::Context;
 use grind_proto::v1 as pb;

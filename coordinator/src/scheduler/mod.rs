@@ -1,63 +1,57 @@
-//! The lease and unit state machine, as a folder of owners: each table is written by one
-//! module only (checked by `tests/table_owners.rs`), and the others call that module's
-//! functions. Every function here runs inside one store write (one atomic change), takes
-//! "now" from its caller (the injected clock), and never touches the network: the gRPC
-//! layer decodes, verifies what needs CPU outside the store, then calls in.
+//! The lease and unit state machine, in three layers (checked by `tests/table_owners.rs`):
 //!
-//! | module | writes | holds |
-//! |---|---|---|
-//! | [`campaigns`] | `campaigns` | create, family, state changes, finish, proven restatement, the campaign's counters |
-//! | [`units`] | `units`, `spawned_payloads` | splitting, pending selection, child units, unit state changes |
-//! | [`leases`] | `leases` | grant, heartbeat and renewal, expiry, release, grace after a restart |
-//! | [`results`] | `results`, `samples` | `complete`: a worker's result, as a short sequence of steps |
-//! | [`settle`] | (none) | what a unit's runs mean: done, replica wanted, agreement, dispute |
-//! | [`donations`] | (none) | a worker splitting its leased unit |
-//! | [`pacing`] | (none) | how much work a lease carries: runs of units, joined units |
-//! | [`incumbents`] | (none) | offering a verified solution, the running bounds |
-//! | [`premises`] | `premises`, `proof_records` | proof chains: the values a proof takes as given and the campaigns or imported records that back them |
-//! | [`successors`] | (none) | campaigns that build on another's result: link, adopt its start and ceiling, close at the ceiling |
-//! | [`workers`] | `workers` | register, touch, standing, bans, checkpoint trust |
-//! | [`events`] | `events` | the append-only provenance log |
+//! * [`tables`]: one module per table (its rows, its reads and its writes). The only
+//!   writer of its table; it calls no other table module. Its reads may join other tables
+//!   in SQL where one query is cheaper than two.
+//! * [`rules`]: pure decisions (what a unit's runs mean, how much a grant carries, whether
+//!   a unit is replicated, when a campaign is done or closes at its ceiling). No store:
+//!   tested without SQLite.
+//! * [`flows`]: the only modules that touch more than one table. Each flow reads what a
+//!   rule needs through the tables, asks the rule, and writes its decision through the
+//!   tables: grant, complete (and settle), heartbeat, lease ends (expire, release,
+//!   cancel), donate, campaign life (create, state changes, finish, successors, proof
+//!   chains), incumbents, workers (register, ban).
+//!
+//! Every function runs inside one store write (one atomic change), takes "now" from its
+//! caller (the injected clock), and never touches the network: the gRPC layer decodes,
+//! verifies what needs CPU outside the store, then calls a flow. What the change means for
+//! those watching (the pages, the bounds workers prune with, idle workers waiting for work)
+//! is noted on the write's [`Ctx`] as [`Effects`] and published once by the coordinator
+//! after the commit.
 //!
 //! Unit states: pending -> leased -> done, or back to pending (lease expired or released,
 //! or a replica run wanted), or failed after `max_attempts` failed attempts.
 //! Lease states: active -> completed | expired | released | cancelled | failed.
 
 use rusqlite::Connection;
+use std::cell::Cell;
 
 use crate::config::Config;
 use crate::problems::Problems;
 
-pub mod campaigns;
-pub mod donations;
-pub mod events;
-pub mod incumbents;
-pub mod leases;
-pub mod pacing;
-pub mod premises;
-pub mod results;
-pub mod settle;
-pub mod successors;
-pub mod units;
-pub mod workers;
+pub mod flows;
+pub mod rules;
+pub mod tables;
 
-pub use campaigns::{
-    change_state, create_campaign, create_campaigns, maybe_finish_campaign, Action, NewCampaign,
-    MAX_FAMILY_MEMBERS,
-};
-pub use donations::donate;
-pub use events::event;
-pub use incumbents::{offer_incumbent, running_bounds};
-pub use leases::{
-    expire_leases, grace_after_restart, grant_leases, heartbeat, load_lease, owned_lease, release,
-    HeldLeases, LeaseRow,
-};
-pub use results::complete;
-pub use settle::replicate;
-pub use workers::{ban_worker, register_worker, touch_worker, worker_standing};
+pub use flows::campaign::{change_state, create_campaign, create_campaigns, Action, NewCampaign};
+pub use flows::complete::complete;
+pub use flows::donate::{donate, donation_basis, MAX_DONATED};
+pub use flows::expire::expire_leases;
+pub use flows::grant::grant_leases;
+pub use flows::heartbeat::{heartbeat, HeldLeases};
+pub use flows::improve::improve;
+pub use flows::lease_end::{grace_after_restart, release};
+pub use flows::proof::import_record;
+pub use flows::workers::{ban_worker, register_worker};
+pub use rules::campaign::MAX_FAMILY_MEMBERS;
+pub use rules::settle::replicate;
+pub use tables::campaigns::running_bounds;
+pub use tables::events::event;
+pub use tables::leases::{load_lease, owned_lease, LeaseRow};
+pub use tables::workers::{touch_worker, worker_standing};
 
-/// What every scheduler operation needs: the open transaction, the time, the settings and
-/// the problem instances.
+/// What every scheduler operation needs: the open transaction, the time, the settings, the
+/// problem instances, and the effects to publish once the change is committed.
 pub struct Ctx<'a> {
     /// The connection, inside the current write transaction.
     pub conn: &'a Connection,
@@ -67,6 +61,111 @@ pub struct Ctx<'a> {
     pub config: &'a Config,
     /// Problem instances by campaign.
     pub problems: &'a Problems,
+    /// What the change means for watchers, collected as the flows go.
+    effects: Cell<Effects>,
+}
+
+impl<'a> Ctx<'a> {
+    /// The context of one write, with no effects noted yet.
+    pub fn new(
+        conn: &'a Connection,
+        now: i64,
+        config: &'a Config,
+        problems: &'a Problems,
+    ) -> Ctx<'a> {
+        Ctx {
+            conn,
+            now,
+            config,
+            problems,
+            effects: Cell::new(Effects::default()),
+        }
+    }
+
+    /// The effects noted so far.
+    pub fn effects(&self) -> Effects {
+        self.effects.get()
+    }
+
+    /// Puts the effects back to `saved` (a part of the write was rolled back).
+    pub fn restore_effects(&self, saved: Effects) {
+        self.effects.set(saved);
+    }
+
+    /// Notes that what people see changed (units finished, leases ended, campaigns changed).
+    pub fn page_changed(&self) {
+        self.note(|e| e.page = true);
+    }
+
+    /// Notes that units became pending that idle workers may be waiting for.
+    pub fn work_appeared(&self) {
+        self.note(|e| e.work = true);
+    }
+
+    /// Notes that a running campaign's pruning bound may have changed (an incumbent, a
+    /// campaign starting or ending).
+    pub fn bounds_changed(&self) {
+        self.note(|e| e.bounds = true);
+    }
+
+    fn note(&self, f: impl FnOnce(&mut Effects)) {
+        let mut effects = self.effects.get();
+        f(&mut effects);
+        self.effects.set(effects);
+    }
+}
+
+/// What a committed change means for those watching; published once after the commit.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Effects {
+    /// Pages and status watchers should look again.
+    pub page: bool,
+    /// Lease calls waiting for work should try again.
+    pub work: bool,
+    /// The running campaigns' bounds should be re-read and sent to workers.
+    pub bounds: bool,
+}
+
+impl Effects {
+    /// Both sets of effects.
+    pub fn union(self, other: Effects) -> Effects {
+        Effects {
+            page: self.page || other.page,
+            work: self.work || other.work,
+            bounds: self.bounds || other.bounds,
+        }
+    }
+}
+
+/// What a provenance event is about: any of a campaign, unit, lease and worker.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Subject {
+    /// The campaign.
+    pub campaign: Option<i64>,
+    /// The unit.
+    pub unit: Option<i64>,
+    /// The lease.
+    pub lease: Option<i64>,
+    /// The worker.
+    pub worker: Option<i64>,
+}
+
+impl Subject {
+    /// A campaign as a whole.
+    pub fn campaign(campaign_id: i64) -> Subject {
+        Subject {
+            campaign: Some(campaign_id),
+            ..Default::default()
+        }
+    }
+
+    /// A worker.
+    pub fn worker(worker_id: i64) -> Subject {
+        Subject {
+            worker: Some(worker_id),
+            ..Default::default()
+        }
+    }
 }
 
 /// A worker's result after the CPU-heavy checks (re-scoring, sample verification) passed.

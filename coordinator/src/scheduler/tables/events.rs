@@ -4,8 +4,8 @@
 use rusqlite::{params, Connection};
 use serde_json::Value;
 
-use super::Ctx;
 use crate::error::Error;
+use crate::scheduler::{Ctx, Subject};
 
 /// Appends one provenance event and returns its id.
 #[allow(clippy::too_many_arguments)]
@@ -35,22 +35,27 @@ pub fn event(
     Ok(conn.last_insert_rowid())
 }
 
+/// Appends a provenance event about `about`, now, and returns its id.
+pub fn append(ctx: &Ctx, kind: &str, about: Subject, detail: Value) -> Result<i64, Error> {
+    event(
+        ctx.conn,
+        ctx.now,
+        kind,
+        about.campaign,
+        about.unit,
+        about.lease,
+        about.worker,
+        detail,
+    )
+}
+
 /// Appends a provenance event about a campaign as a whole (no unit, lease or worker) and
 /// returns its id.
-pub(crate) fn campaign_event(
+pub fn campaign_event(
     ctx: &Ctx,
     campaign_id: i64,
     kind: &str,
     detail: Value,
 ) -> Result<i64, Error> {
-    event(
-        ctx.conn,
-        ctx.now,
-        kind,
-        Some(campaign_id),
-        None,
-        None,
-        None,
-        detail,
-    )
+    append(ctx, kind, Subject::campaign(campaign_id), detail)
 }

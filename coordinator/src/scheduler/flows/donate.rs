@@ -1,15 +1,16 @@
-//! Donations: a worker splits its leased unit and hands parts back as new pending units.
-//! Owns no table: it changes units and the campaign's unit sequence through their owners.
+//! Donations: a worker splits its leased unit and hands parts back as new pending units
+//! (leases, units, campaigns' unit sequence, events).
 
 use grind_proto::v1 as pb;
 use grind_shared::problem::UnitSpec;
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::Connection;
 use serde_json::json;
 
-use super::events::event;
-use super::leases::owned_lease;
-use super::{campaigns, units, Ctx};
+use super::grant::new_unit;
 use crate::error::Error;
+use crate::scheduler::tables::leases::owned_lease;
+use crate::scheduler::tables::{campaigns, events, units};
+use crate::scheduler::Ctx;
 
 /// Most units one donation may create.
 pub const MAX_DONATED: usize = 100_000;
@@ -21,15 +22,9 @@ pub fn donation_basis(
     unit_id: i64,
     campaign_id: i64,
 ) -> Result<(Vec<u8>, Option<i64>), Error> {
-    let payload: Option<Vec<u8>> = conn
-        .prepare_cached("SELECT payload FROM units WHERE id = ?1")?
-        .query_row(params![unit_id], |r| r.get(0))
-        .optional()?;
-    let payload = payload.ok_or_else(|| Error::NotFound(format!("no unit {unit_id}")))?;
-    let best: Option<i64> = conn
-        .prepare_cached("SELECT best_score FROM campaigns WHERE id = ?1")?
-        .query_row(params![campaign_id], |r| r.get(0))?;
-    Ok((payload, best))
+    let payload = units::payload(conn, unit_id)?
+        .ok_or_else(|| Error::NotFound(format!("no unit {unit_id}")))?;
+    Ok((payload, campaigns::best_score(conn, campaign_id)?))
 }
 
 /// A worker splits its leased unit: the donated parts become new pending units and the
@@ -49,11 +44,7 @@ pub fn donate(
             lease.id, lease.state
         )));
     }
-    let holds_unit: bool = ctx
-        .conn
-        .prepare_cached("SELECT lease_id IS ?2 FROM units WHERE id = ?1")?
-        .query_row(params![lease.unit_id, lease.id], |r| r.get(0))?;
-    if !holds_unit {
+    if !units::held_by(ctx, lease.unit_id, lease.id)? {
         return Err(Error::FailedPrecondition(format!(
             "lease {} no longer holds unit {}",
             lease.id, lease.unit_id
@@ -77,18 +68,17 @@ pub fn donate(
             "a donation must say what the donor keeps (remaining_payload)".into(),
         ));
     }
-    let next_seq: i64 = ctx
-        .conn
-        .prepare_cached("SELECT next_seq FROM campaigns WHERE id = ?1")?
-        .query_row(params![lease.campaign_id], |r| r.get(0))?;
+    let next_seq = campaigns::next_seq(ctx, lease.campaign_id)?;
+    let problem = ctx.problems.get(ctx.conn, lease.campaign_id)?;
     let donated: Vec<_> = req
         .units
         .iter()
         .map(|u| {
-            units::NewUnit::single(UnitSpec {
+            let spec = UnitSpec {
                 label: u.label.clone(),
                 payload: u.payload.clone(),
-            })
+            };
+            new_unit(problem.as_ref(), spec, 1)
         })
         .collect();
     let added = units::insert_units(ctx, lease.campaign_id, next_seq, &donated)?;
@@ -101,15 +91,10 @@ pub fn donate(
         cursor,
         lease.worker_id,
     )?;
-    event(
-        ctx.conn,
-        ctx.now,
-        "donation",
-        Some(lease.campaign_id),
-        Some(lease.unit_id),
-        Some(lease.id),
-        Some(worker_id),
-        json!({"units": added}),
-    )?;
+    events::append(ctx, "donation", lease.subject(), json!({"units": added}))?;
+    if added > 0 {
+        // Idle workers waiting in a lease call take the donated units at once.
+        ctx.work_appeared();
+    }
     Ok(added as u32)
 }
