@@ -513,7 +513,7 @@ fn the_scheduler_keeps_its_layers() {
             "load_with_unit",
         ),
         (
-            "scheduler::flows::settle",
+            "scheduler::flows::complete",
             "scheduler::rules::settle",
             "count_verdict",
         ),

@@ -4,7 +4,7 @@
 //! without cycles (checked by `tests/table_owners.rs`): the lower ones end leases
 //! ([`lease_end`]), offer incumbents ([`incumbent`]) and back premises ([`proof`]); above
 //! them a campaign finishes ([`finish`], with [`successors`]); above that results are
-//! settled and taken in ([`settle`], [`complete`]) and work is granted ([`grant`]).
+//! taken in and settled ([`complete`]) and work is granted ([`grant`]).
 
 pub mod campaign;
 pub mod complete;
@@ -17,6 +17,5 @@ pub mod improve;
 pub mod incumbent;
 pub mod lease_end;
 pub mod proof;
-pub mod settle;
 pub mod successors;
 pub mod workers;

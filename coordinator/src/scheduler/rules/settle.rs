@@ -1,7 +1,7 @@
 //! What a unit's runs mean: whether a result is still wanted, whether a unit is drawn for a
 //! replica run, and the verdict on a unit's runs (done, replica wanted, agreement, dispute,
 //! a refused claim, a lie). Pure: the flow that settles
-//! ([`crate::scheduler::flows::settle`]) reads the runs and writes the verdict.
+//! ([`crate::scheduler::flows::complete`]) reads the runs and writes the verdict.
 
 use grind_shared::rng::splitmix64;
 use serde_json::json;
