@@ -33,6 +33,11 @@ impl Problems {
         Ok(problem)
     }
 
+    /// The problem instance of `campaign_id` if it is cached (no store read).
+    pub fn cached(&self, campaign_id: i64) -> Option<Arc<dyn Problem>> {
+        self.lock().ok()?.get(&campaign_id).cloned()
+    }
+
     fn lock(&self) -> Result<std::sync::MutexGuard<'_, ByCampaign>, Error> {
         self.cache
             .lock()
