@@ -8,9 +8,9 @@
 //!   tested without SQLite.
 //! * [`flows`]: the only modules that touch more than one table. Each flow reads what a
 //!   rule needs through the tables, asks the rule, and writes its decision through the
-//!   tables: grant, complete (and settle), heartbeat, lease ends (expire, release,
-//!   cancel), donate, campaign life (create, state changes, finish, successors, proof
-//!   chains), incumbents, workers (register, ban).
+//!   tables: grant, complete (a result taken in, its unit settled), heartbeat, lease ends
+//!   (expire, release, cancel), donate, campaign life (create, state changes, finish,
+//!   successors, proof chains), incumbents, workers (register, ban).
 //!
 //! Every function runs inside one store write (one atomic change), takes "now" from its
 //! caller (the injected clock), and never touches the network: the gRPC layer decodes,
