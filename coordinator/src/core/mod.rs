@@ -25,10 +25,10 @@ use crate::scheduler::{self, Ctx, Effects};
 use crate::store::Store;
 use governor::{DefaultKeyedRateLimiter, RateLimiter};
 
-mod admin_api;
-mod admission;
-mod verify;
-mod worker_api;
+pub mod admin_api;
+pub mod admission;
+pub mod verify;
+pub mod worker_api;
 
 pub use verify::{MAX_CHILDREN_PER_RESULT, MAX_SAMPLES_PER_RESULT, MAX_SOLUTION_BYTES};
 pub use worker_api::{MAX_BATCH_COMPLETIONS, MAX_LEASE_WAIT_MS};

@@ -58,7 +58,7 @@ pub fn insert(ctx: &Ctx, req: &pb::RegisterRequest, token_id: Option<i64>) -> Re
 
 /// How stale a worker's `last_seen_ms` may get before a call rewrites it: a busy worker
 /// calls several times a second, and each rewrite is a page write in the commit.
-const SEEN_RESOLUTION_MS: i64 = 1_000;
+pub const SEEN_RESOLUTION_MS: i64 = 1_000;
 
 /// Checks that a worker exists and is not banned, and notes that it was seen (to within
 /// [`SEEN_RESOLUTION_MS`]).
