@@ -220,6 +220,8 @@ mod tests {
     #[test]
     fn every_registry_entry_conforms() {
         for entry in registry() {
+            // Examples may need more than parameters (exec's name bundles to install).
+            entry.prepare_examples();
             let examples = entry.examples();
             assert!(
                 !examples.is_empty(),
