@@ -40,15 +40,18 @@
 //! replaces it, with `{instance}`, `{seed}` and `{unit}` replaced (see [`ExecParams::args`]).
 //! The environment is `grind_exec::env`'s.
 //!
-//! **Stream.** Every complete model is passed to `SolveContext::improve` as it is printed
-//! when its claimed cost beats the bound the unit knows; the coordinator scores it with the
-//! checker (the claimed cost is only a claim). `g progress`, `g count`, `g checkpoint` map
+//! **Stream.** Every complete model (complete at the next `o` or `s` line, when the output
+//! goes quiet for 100 ms after a whole `v` line, or at the end) is passed to
+//! `SolveContext::improve` at once when its claimed cost beats the bound the unit knows; the
+//! coordinator scores it with the checker (the claimed cost is only a claim). `g progress`, `g count`, `g checkpoint` map
 //! to progress, the unit's count and its checkpoint (the checkpoint directory packed in the
 //! bundle format). With `--bound-feed` the campaign's bound is read every 100 ms and fed in
 //! (`b <value>` on stdin, `GRIND_BOUND_FILE`). A stop request (lease lost, worker stopping
 //! or pausing) sends `SIGTERM`, then `SIGKILL` after the grace period, ships a last
 //! checkpoint and ends the unit as stopped; a resumed unit gets its checkpoint directory
-//! back before the solver starts, on any machine.
+//! back before the solver starts, on any machine, and a fresh `--unit-seconds`. The calling
+//! thread (a worker's CPU-pool thread) sleeps while the solver runs; the solver itself uses
+//! `--threads` cores outside the pool.
 //!
 //! **How a unit ends.** A seed unit ends well at its time limit or when the solver exits
 //! with 0, 10, 20 or 30 (MaxSAT Evaluation's codes); a units-file unit only when the solver
