@@ -124,16 +124,44 @@ pub struct SanityReport {
     pub units: Option<u64>,
 }
 
-/// Checks an `exec` campaign before it is created (the coordinator calls it at `add`, off
-/// the async runtime, with the bundles already stored): every solver variant has its
-/// program (executable), the units file splits, and the checker judges: it runs once on an
-/// empty solution, where valid and invalid are both fine but a checker failure (a crash,
-/// a hang, no score) is an error, and once on `sample` (a submission text, see
-/// `Presentation::parse_submission`) when given, which must be valid.
+impl SanityReport {
+    /// One line for the operator.
+    pub fn describe(&self) -> String {
+        let mut parts = vec![format!(
+            "the checker judges an empty solution {}",
+            self.empty_solution
+        )];
+        if let Some(score) = self.sample_score {
+            parts.push(format!("the sample scores {score}"));
+        }
+        if let Some(units) = self.units {
+            parts.push(format!("the units file has {units} units"));
+        }
+        parts.join("; ")
+    }
+}
+
+/// Checks an `exec` campaign before it is created, from its parameters (see
+/// [`sanity_check_config`]); `sample` is a submission text (see
+/// [`solution::parse_submission`]). The generic way in is `Verification::self_check`.
 pub fn sanity_check(params: &Value, sample: Option<&str>) -> Result<SanityReport, ProblemError> {
     let typed: ExecParams = serde_json::from_value(params.clone())
         .map_err(|e| ProblemError::InvalidParams(format!("exec: {e}")))?;
     let config = Config::from_params(typed)?;
+    let sample = sample.map(solution::parse_submission).transpose()?;
+    sanity_check_config(&config, sample.as_ref())
+}
+
+/// Checks an `exec` campaign before it is created (at `add`, off the async runtime, with
+/// the bundles already stored): every solver variant has its program (executable), the
+/// units file splits, and the checker judges: it runs once on an empty solution, where
+/// valid and invalid are both fine but a checker failure (a crash, a hang, no score) is a
+/// [`ProblemError::VerifierFailed`], and once on the solution document `sample` when given,
+/// which must be valid.
+pub fn sanity_check_config(
+    config: &Config,
+    sample: Option<&Value>,
+) -> Result<SanityReport, ProblemError> {
     for variant in &config.solver {
         let dir = attachments::materialise(&variant.digest)?;
         bundle_program(&dir, config.params.solver_entry.as_deref(), "solver")?;
@@ -146,8 +174,8 @@ pub fn sanity_check(params: &Value, sample: Option<&str>) -> Result<SanityReport
         }
         UnitSource::Seeds { .. } => None,
     };
-    let checker = Checker::prepare(&config)?;
-    let empty_solution = match checker.run(&config, "")? {
+    let checker = Checker::prepare(config)?;
+    let empty_solution = match checker.run(config, "")? {
         Verdict::Valid { score, .. } => format!("valid, score {score}"),
         Verdict::Invalid { reason } => format!("invalid ({})", clip(&reason)),
         Verdict::CheckerFailed(why) => {
@@ -158,21 +186,18 @@ pub fn sanity_check(params: &Value, sample: Option<&str>) -> Result<SanityReport
     };
     let sample_score = match sample {
         None => None,
-        Some(text) => {
-            let doc = solution::parse_submission(text)?;
-            match checker.run(&config, solution::model(&doc)?)? {
-                Verdict::Valid { score, .. } => Some(score),
-                Verdict::Invalid { reason } => {
-                    return Err(ProblemError::InvalidSolution(format!(
-                        "the checker refuses the sample solution: {}",
-                        clip(&reason)
-                    )))
-                }
-                Verdict::CheckerFailed(why) => {
-                    return Err(failed(format!("it fails on the sample solution: {why}")))
-                }
+        Some(doc) => match checker.run(config, solution::model(doc)?)? {
+            Verdict::Valid { score, .. } => Some(score),
+            Verdict::Invalid { reason } => {
+                return Err(ProblemError::InvalidSolution(format!(
+                    "the checker refuses the sample solution: {}",
+                    clip(&reason)
+                )))
             }
-        }
+            Verdict::CheckerFailed(why) => {
+                return Err(failed(format!("it fails on the sample solution: {why}")))
+            }
+        },
     };
     Ok(SanityReport {
         empty_solution,

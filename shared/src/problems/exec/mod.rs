@@ -14,7 +14,7 @@
 //! | `run` | one unit: sandboxed start, checkpoint restored, bound fed in, stop passed on |
 //! | `session` | the solver's events as [`SolveContext`] calls; outcome and provenance |
 //! | [`checkpoint`] | the checkpoint directory packed into the unit's cursor and back |
-//! | [`check`] | the checker: `Verification::score`, and [`sanity_check`] at `add` |
+//! | [`check`] | the checker: `Verification::score`, and `self_check` ([`sanity_check`]) at `add` |
 //! | [`solution`] | the solution document and its text (export, import) |
 //! | [`fixtures`] | tiny example campaigns (conformance test, tests) |
 //!
@@ -96,7 +96,7 @@ use crate::problem::{
 use crate::registry::ProblemDef;
 
 pub use attached::LocalBundles;
-pub use check::{sanity_check, SanityReport};
+pub use check::{sanity_check, sanity_check_config, SanityReport};
 pub use params::{ExecObjective, ExecParams};
 
 /// The JSON keys of [`ExecParams`] that name files to attach.
@@ -161,6 +161,12 @@ impl Verification for Exec {
     /// The checker's score (see [`check`]).
     fn score(&self, solution: &Value) -> Result<i64, ProblemError> {
         check::judge(&self.config, solution)
+    }
+
+    /// The checker on an empty solution and on `sample`, the solver variants' programs and
+    /// the units file (see [`check::sanity_check_config`]).
+    fn self_check(&self, sample: Option<&Value>) -> Result<Option<String>, ProblemError> {
+        check::sanity_check_config(&self.config, sample).map(|report| Some(report.describe()))
     }
 }
 

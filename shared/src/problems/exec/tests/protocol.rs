@@ -234,6 +234,15 @@ fn sanity_check_catches_broken_checkers_and_counts_units() {
         matches!(refused, ProblemError::InvalidSolution(_)),
         "{refused}"
     );
+    // The generic way in, as the coordinator calls it for every problem.
+    let said = good
+        .self_check(Some(&json!({"model": "v 5\n"})))
+        .unwrap()
+        .unwrap();
+    assert!(
+        said.contains("the sample scores 1") && said.contains("3 units"),
+        "{said}"
+    );
 
     let mut broken = params.clone();
     broken["checker"] = json!(fixtures::add_script(
