@@ -267,3 +267,58 @@ fn sanity_check_catches_broken_checkers_and_counts_units() {
         empty["units_file"].as_str().unwrap()
     ));
 }
+
+#[test]
+fn a_model_streams_while_the_solver_waits_and_an_extension_follows_whole() {
+    // `o 9` + `v 1`, then the solver waits for the bound on stdin: the `b 9` line comes only
+    // if the model was passed on while the solver printed nothing more. Then a model whose
+    // second line comes after a pause: its first line alone went out at the pause (print a
+    // several-line model in one go), and the whole model follows with the same cost.
+    let solver = r#"#!/bin/sh
+echo 'o 9'; echo 'v 1'
+read -r b v
+echo "c got $v"
+[ "$v" = 9 ] || exit 1
+echo 'o 5'; echo 'v 0'
+sleep 0.5
+echo 'v 1'
+echo 'c done'
+"#;
+    let problem = toy(solver, json!({"bound_feed": true, "unit_seconds": 10})).unwrap();
+    let ctx = Recorder::new(Objective::Min).following();
+    let started = std::time::Instant::now();
+    solve_first(&problem, &ctx).unwrap();
+    assert!(
+        started.elapsed().as_secs() < 10,
+        "not stuck at the time limit"
+    );
+    assert_eq!(ctx.claimed(), vec![9, 5, 5]);
+    assert_eq!(ctx.models(), vec!["v 1\n", "v 0\n", "v 0\nv 1\n"]);
+}
+
+#[test]
+fn the_sandbox_is_applied_and_recorded() {
+    // Writing next to its work directory is refused where the kernel has Landlock.
+    let solver = r#"#!/bin/sh
+if echo x > "$GRIND_WORK_DIR/../escaped" 2>/dev/null; then echo 'c escaped'; fi
+echo 'o 11'; echo 'v 2'
+"#;
+    let problem = toy(solver, json!({"no_network": true, "memory_mb": 256})).unwrap();
+    let ctx = Recorder::new(Objective::Min);
+    solve_first(&problem, &ctx).unwrap();
+    let record = ctx.record();
+    assert_eq!(record["network_isolated"], true, "{record}");
+    assert!(
+        record["sandbox"].as_str().unwrap().contains("rss 256 MiB"),
+        "{record}"
+    );
+    assert_eq!(record["limits"]["memory_mb"], 256);
+    if grind_exec::sandbox::kernel_landlock_abi().is_ok() {
+        assert_eq!(record["landlock"], true, "{record}");
+        assert_eq!(
+            record["comments"], 0,
+            "the write outside was refused: {record}"
+        );
+    }
+    assert_eq!(ctx.claimed(), vec![11]);
+}
