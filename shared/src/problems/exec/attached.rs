@@ -87,11 +87,16 @@ pub fn bundle_file(dir: &Path, entry: Option<&str>, what: &str) -> Result<PathBu
             match names.as_slice() {
                 [only] => dir.join(only),
                 _ => {
+                    let hint = match what {
+                        "solver" | "checker" => {
+                            format!("name the file to use with --{what}-entry PATH")
+                        }
+                        _ => "give a single file".to_string(),
+                    };
                     return Err(ProblemError::InvalidParams(format!(
-                        "exec: the {what} bundle is a directory with entries {} ; name the \
-                         file to use with --{what}-entry PATH",
+                        "exec: the {what} bundle is a directory with entries {}; {hint}",
                         names.join(", ")
-                    )))
+                    )));
                 }
             }
         }
