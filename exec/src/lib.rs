@@ -20,7 +20,9 @@
 //! S10]: `c` comments, `o <cost>` on every improvement, `v` model lines (several form one
 //! model; since 2020 one 0/1 string), `s OPTIMUM FOUND|SATISFIABLE|UNSATISFIABLE|UNKNOWN`. A
 //! model belongs to the latest `o` and is complete at the next `o` or `s` line or at end of
-//! output, so all orders real solvers use work unmodified. grind adds `g progress <0..1>`,
+//! output, so all orders real solvers use work unmodified; the runner also completes it when
+//! stdout goes quiet for 100 ms after a whole `v` line (`Parser::flush`), so an improvement
+//! streams while the solver searches on. grind adds `g progress <0..1>`,
 //! `g count <n>` (count campaigns) and `g checkpoint` (a checkpoint was renamed into place).
 //! Costs are `i64`; anything else is a diagnostic and its model is no claim. `s OPTIMUM
 //! FOUND` is recorded as the solver's claim only. A solution's text is its `v` lines exactly

@@ -28,27 +28,71 @@ pub enum Keep {
     Head(usize),
 }
 
+/// How long a pipe must stay silent, after data, before [`collect`]'s quiet callback runs.
+pub const QUIET: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Waits until `fd` is readable or, when `timeout` is given, that long: false on timeout.
+fn readable_within(fd: std::os::fd::RawFd, timeout: Option<std::time::Duration>) -> bool {
+    let ms = timeout.map_or(-1, |t| t.as_millis().clamp(1, i32::MAX as u128) as i32);
+    loop {
+        let mut pfd = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: polling one pollfd we own.
+        let n = unsafe { libc::poll(&mut pfd, 1, ms) };
+        if n >= 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            return n != 0;
+        }
+    }
+}
+
 /// Reads `stream` to its end, keeping a part and stopping the process (via `stop`) when more
 /// than `limit` bytes arrive; reading goes on (and discards) until EOF so the writer never
 /// blocks on a full pipe before the kill lands. `on_chunk` sees every byte within the limit.
 pub fn collect(
+    stream: impl Read,
+    name: &'static str,
+    limit: u64,
+    keep: Keep,
+    stop: &StopHandle,
+    on_chunk: impl FnMut(&[u8]),
+) -> Collected {
+    collect_quiet(stream, None, name, limit, keep, stop, on_chunk, || {})
+}
+
+/// [`collect`], and when `quiet_fd` (the stream's descriptor) is given, `on_quiet` runs once
+/// each time the stream has been silent for [`QUIET`] after data.
+#[allow(clippy::too_many_arguments)]
+pub fn collect_quiet(
     mut stream: impl Read,
+    quiet_fd: Option<std::os::fd::RawFd>,
     name: &'static str,
     limit: u64,
     keep: Keep,
     stop: &StopHandle,
     mut on_chunk: impl FnMut(&[u8]),
+    mut on_quiet: impl FnMut(),
 ) -> Collected {
     let mut buf = vec![0u8; CHUNK];
     let mut tail: VecDeque<u8> = VecDeque::new();
     let mut out = Collected::default();
+    let mut since_data = false;
     loop {
+        if let Some(fd) = quiet_fd.filter(|_| since_data && !out.overflowed) {
+            if !readable_within(fd, Some(QUIET)) {
+                on_quiet();
+                since_data = false;
+            }
+        }
         let n = match stream.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(_) => break,
         };
+        since_data = true;
         let before = out.total;
         out.total += n as u64;
         if out.overflowed {

@@ -79,12 +79,19 @@ fn variants() -> Vec<(&'static str, Drive)> {
     ]
 }
 
-/// Runs `problem` straight and every other way, and checks that the runs agree and that
-/// what they found is verified and can be shown.
+/// Checks the problem's verifier ([`crate::problem::Verification::self_check`]), runs
+/// `problem` straight and every other way, and checks that the runs agree and that what they
+/// found is verified and can be shown.
 pub fn check(problem: &dyn Problem) -> Result<Checked, ConformanceError> {
     let run = |variant: &'static str, drive: &Drive| {
         local::run(problem, drive).map_err(|source| ConformanceError::Run { variant, source })
     };
+    problem
+        .self_check(None)
+        .map_err(|source| ConformanceError::Run {
+            variant: "self-check",
+            source,
+        })?;
     let straight = run("straight", &Drive::default())?;
     checks_something(problem, &straight)?;
     presents(problem, &straight)?;
@@ -220,6 +227,8 @@ mod tests {
     #[test]
     fn every_registry_entry_conforms() {
         for entry in registry() {
+            // Examples may need more than parameters (exec's name bundles to install).
+            entry.prepare_examples();
             let examples = entry.examples();
             assert!(
                 !examples.is_empty(),

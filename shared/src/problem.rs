@@ -202,7 +202,7 @@ pub trait SolveContext: Sync {
 ///
 /// | capability | methods | what it is for |
 /// |---|---|---|
-/// | [`Verification`] | `score`, `verify_sample` | the coordinator checks every claim |
+/// | [`Verification`] | `score`, `verify_sample`, `self_check` | the coordinator checks every claim (and, at `add`, its verifier) |
 /// | [`Units`] | `check_donation`, `child_priority`, `join_units`, `bound_of_unit` | units beyond split and solve: donation, expansion, joining, per-unit bounds |
 /// | [`Chains`] | `premises`, `predecessor`, `inherit`, `proven_solution` | results that build on other campaigns' results |
 /// | [`Presentation`] | `render`, `render_samples`, `parse_submission`, `drawing` | showing results to people and reading submissions back |
@@ -292,6 +292,18 @@ pub trait Verification {
         Err(ProblemError::Unsupported(
             "this problem produces no samples".into(),
         ))
+    }
+
+    /// Checks once, when a campaign is created (the coordinator's `add`, off the async
+    /// runtime), that the verifier itself works, so that a broken one is caught before any
+    /// worker starts: for a user's checker, a run on an empty solution, and on `sample` (a
+    /// solution document, e.g. a file read with [`Presentation::parse_submission`]) when
+    /// given, which must then be valid. `Ok` with what it found, for the operator;
+    /// [`ProblemError::VerifierFailed`] when the verifier is broken. The default: nothing to
+    /// check.
+    fn self_check(&self, sample: Option<&Value>) -> Result<Option<String>, ProblemError> {
+        let _ = sample;
+        Ok(None)
     }
 }
 

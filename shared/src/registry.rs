@@ -51,6 +51,12 @@ pub trait ProblemDef: Problem + Sized {
     fn examples() -> Vec<Value> {
         Vec::new()
     }
+
+    /// Prepares what [`ProblemDef::examples`] need beyond their parameters (for example the
+    /// bundles their attachments name, served by a test
+    /// [`crate::attachments::BundleSource`]); the conformance test calls it before running
+    /// the examples. The default: nothing.
+    fn prepare_examples() {}
 }
 
 /// A problem built from JSON parameters: its canonical parameters and the instance.
@@ -69,6 +75,7 @@ pub struct ProblemEntry {
     build: fn(&Value) -> Result<Built, ProblemError>,
     family: fn(&Value) -> Result<Option<Vec<Value>>, ProblemError>,
     examples: fn() -> Vec<Value>,
+    prepare_examples: fn(),
     /// See [`ProblemDef::ATTACHMENTS`].
     pub attachments: &'static [&'static str],
 }
@@ -85,6 +92,7 @@ impl ProblemEntry {
             build: build::<P>,
             family: family::<P>,
             examples: P::examples,
+            prepare_examples: P::prepare_examples,
             attachments: P::ATTACHMENTS,
         }
     }
@@ -114,6 +122,11 @@ impl ProblemEntry {
     /// See [`ProblemDef::examples`].
     pub fn examples(&self) -> Vec<Value> {
         (self.examples)()
+    }
+
+    /// See [`ProblemDef::prepare_examples`].
+    pub fn prepare_examples(&self) {
+        (self.prepare_examples)()
     }
 }
 
@@ -161,6 +174,7 @@ pub fn registry() -> &'static [ProblemEntry] {
         ProblemEntry::of::<problems::housie::Housie>(),
         ProblemEntry::of::<problems::sieve::Sieve>(),
         ProblemEntry::of::<problems::grid::Grid>(),
+        ProblemEntry::of::<problems::exec::Exec>(),
     ];
     REGISTRY
 }

@@ -22,7 +22,10 @@
 //! as printed (each with its `\n`), when the next `o` or `s` line arrives or at end of file.
 //! `c` and `g` lines between `v` lines do not end a model. This accepts every order real
 //! MaxSAT solvers use: `v` after every `o`; `o` lines as they improve and the model only once
-//! at the end; `s` before `o`, or `s` between the last `o` and the model.
+//! at the end; `s` before `o`, or `s` between the last `o` and the model. The runner also
+//! completes a model when the solver's output goes quiet after a complete `v` line
+//! ([`Parser::flush`]), so an improvement is streamed while the solver searches on; `v` lines
+//! for the same `o` after that extend it (print a several-line model in one go).
 //!
 //! Costs are integers (`i64`, decimal, optional sign). An `o` line whose value is not one (a
 //! float, an overflow, garbage, nothing) gives [`Diagnostic::InvalidCost`], and the model that
@@ -160,6 +163,9 @@ enum Model {
     Collecting { cost: i64, text: String },
     /// `v` lines that will not become a claim (already reported).
     Dropping,
+    /// A model completed by [`Parser::flush`]; further `v` lines for the same cost extend
+    /// it, and it is completed again with all its lines.
+    Flushed { cost: i64, text: String },
 }
 
 /// Incremental parser of a solver's stdout (see the module docs for the protocol).
@@ -257,12 +263,37 @@ impl Parser {
         events
     }
 
+    /// The output went quiet: completes a pending model now if its lines are all complete
+    /// (no partial line is buffered), so that an improvement is streamed while the solver
+    /// searches on instead of at its next `o` line. Should more `v` lines for the same `o`
+    /// follow, they extend the model, which is completed again (a second
+    /// [`Event::Solution`] with the same cost and all the lines): a solver prints a
+    /// several-line model in one go.
+    pub fn flush(&mut self) -> Vec<Event> {
+        let mut events = Vec::new();
+        if !self.buf.is_empty() || self.skipping {
+            return events;
+        }
+        if let Model::Collecting { cost, text } = &self.model {
+            let (cost, text) = (*cost, text.clone());
+            events.push(Event::Solution(Solution {
+                claimed: cost,
+                text: text.clone(),
+            }));
+            self.model = Model::Flushed { cost, text };
+        }
+        events
+    }
+
     /// Number of complete lines seen so far.
     pub fn lines(&self) -> u64 {
         self.line_no
     }
 
     fn broken_line(&mut self, line: u64, reason: &str, events: &mut Vec<Event>) {
+        if matches!(self.model, Model::Flushed { .. }) {
+            self.model = Model::None;
+        }
         if matches!(self.model, Model::Collecting { .. }) {
             self.model = Model::Dropping;
             events.push(Event::Diagnostic(Diagnostic::ModelDropped {
@@ -355,6 +386,10 @@ impl Parser {
                 model.push('\n');
             }
             Model::Dropping => {}
+            Model::Flushed { cost, text: model } => {
+                let text = format!("{model}{text}\n");
+                self.model = Model::Collecting { cost: *cost, text };
+            }
             Model::None => match self.cost {
                 Some(cost) => {
                     self.model = Model::Collecting {

@@ -164,3 +164,40 @@ fn unterminated_last_line_drops_pending_model() {
     // A complete model before the cut line still counts.
     assert_eq!(solutions("o 4\nv 01\no 3\nv 1"), vec![(4, "v 01\n".into())]);
 }
+
+#[test]
+fn a_quiet_flush_completes_a_model_and_later_lines_extend_it() {
+    let mut p = Parser::default();
+    let mut ev = p.feed(b"o 9\nv 01");
+    assert!(p.flush().is_empty(), "a partial line is not flushed");
+    ev.extend(p.feed(b"1\n"));
+    let flushed = p.flush();
+    assert_eq!(
+        flushed,
+        vec![Event::Solution(Solution {
+            claimed: 9,
+            text: "v 011\n".into()
+        })]
+    );
+    assert!(p.flush().is_empty(), "flushed once");
+    // More lines for the same `o`: the whole model is completed again at the next `o`.
+    ev.extend(p.feed(b"c still 9\nv 100\no 7\nv 111\n"));
+    ev.extend(p.flush());
+    ev.extend(p.feed(b"s OPTIMUM FOUND\n"));
+    ev.extend(p.finish());
+    let solutions: Vec<(i64, String)> = ev
+        .into_iter()
+        .filter_map(|e| match e {
+            Event::Solution(s) => Some((s.claimed, s.text)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        solutions,
+        vec![
+            (9, "v 011\nv 100\n".to_string()),
+            (7, "v 111\n".to_string())
+        ],
+        "a flushed model is not completed again without new lines"
+    );
+}

@@ -162,6 +162,12 @@ impl RunningSolver {
         &self.sandbox
     }
 
+    /// True once the run has ended ([`RunningSolver::wait`] then returns at once). For
+    /// callers that keep polling (bounds, stop requests) after the solver closed its stdout.
+    pub fn is_finished(&self) -> bool {
+        self.supervisor.as_ref().is_none_or(|s| s.is_finished())
+    }
+
     /// Waits for the end of the run (events have all been delivered when this returns).
     pub fn wait(mut self) -> Result<RunOutcome> {
         let supervisor = self.supervisor.take().expect("waited for only once");

@@ -82,21 +82,33 @@ pub(super) fn start_readers(
     let spawned = std::thread::Builder::new()
         .name("grind-exec-stdout".into())
         .spawn(move || {
-            let mut parser = Parser::new(limits.max_line);
-            let mut state = StdoutState {
+            let parser = Parser::new(limits.max_line);
+            let state = StdoutState {
                 on_event,
                 max_diagnostics: limits.max_diagnostics,
                 start,
                 summary: StdoutSummary::default(),
             };
-            let collected = output::collect(
+            let fd = std::os::fd::AsRawFd::as_raw_fd(&stdout);
+            let state = std::cell::RefCell::new(state);
+            let parser = std::cell::RefCell::new(parser);
+            let collected = output::collect_quiet(
                 stdout,
+                Some(fd),
                 "stdout",
                 limits.stdout_bytes,
                 Keep::Head(0),
                 &out_stop,
-                |chunk| state.handle(parser.feed(chunk), false),
+                |chunk| {
+                    let events = parser.borrow_mut().feed(chunk);
+                    state.borrow_mut().handle(events, false)
+                },
+                || {
+                    let events = parser.borrow_mut().flush();
+                    state.borrow_mut().handle(events, false)
+                },
             );
+            let (mut state, mut parser) = (state.into_inner(), parser.into_inner());
             if !collected.overflowed {
                 state.handle(parser.finish(), true);
             }

@@ -1,5 +1,6 @@
 //! Every problem grind can run, one module each.
 
+pub mod exec;
 pub mod grid;
 pub mod housie;
 pub mod nimsquare;
