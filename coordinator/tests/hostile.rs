@@ -653,7 +653,8 @@ async fn garbage_bytes_on_the_port_are_dropped_and_honest_work_goes_on() {
     let (mut grind, campaign, _honest) = honest_primes_campaign(300_000, 30_000, 200).await;
     let addr = grind.coord.addr().to_string();
 
-    let mut rng = grind_chaos::rng::Rng::new(42);
+    use grind_chaos::rng::Random;
+    let mut rng = grind_chaos::rng::seeded(42);
     let mut random = vec![0u8; 64 << 10];
     for b in random.iter_mut() {
         *b = rng.next_u64() as u8;

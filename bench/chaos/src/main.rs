@@ -129,7 +129,7 @@ fn main_with(args: Args) -> Result<bool> {
         for round in 0..args.rounds {
             let seed = args.seed + round;
             let plan = grind_chaos::faults::plan(
-                &mut grind_chaos::rng::Rng::new(seed).fork(1),
+                &mut grind_chaos::rng::fork(&grind_chaos::rng::seeded(seed), 1),
                 Duration::from_secs_f64(args.duration),
                 args.workers,
                 Duration::from_millis(args.fault_every_ms.max(50)),

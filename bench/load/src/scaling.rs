@@ -10,6 +10,7 @@ use grind_proto::v1 as pb;
 use grind_proto::v1::admin_client::AdminClient;
 use grind_proto::v1::worker_client::WorkerClient;
 use grind_shared::problems::primes::{base_primes, count_primes_in, isqrt};
+use grind_shared::rng::{Random, SplitMix64};
 use serde::Serialize;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -57,16 +58,9 @@ pub fn scaled(times: &[f64], mean: f64) -> Vec<f64> {
 
 /// `n` durations drawn with replacement from `times` (seeded: the same seed, the same draw).
 pub fn draw(times: &[f64], n: usize, seed: u64) -> Vec<f64> {
-    let mut state = seed;
+    let mut rng = SplitMix64::new(seed);
     (0..n)
-        .map(|_| {
-            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = state;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^= z >> 31;
-            times[(z % times.len() as u64) as usize]
-        })
+        .map(|_| times[rng.modulo(times.len() as u64) as usize])
         .collect()
 }
 
@@ -386,6 +380,12 @@ mod tests {
         assert_eq!(a, draw(&times, 100, 7));
         assert!(a.iter().all(|t| *t == 1.0 || *t == 3.0));
         assert!(a.contains(&1.0) && a.contains(&3.0));
+        // As the hand-written generator drew them before `grind_shared::rng` (commit ef890e3).
+        let table: Vec<f64> = (0..10).map(f64::from).collect();
+        assert_eq!(
+            draw(&table, 8, 99),
+            [3.0, 4.0, 7.0, 7.0, 6.0, 9.0, 5.0, 5.0]
+        );
         assert!(parse_unit_times("x").is_err());
         assert!(parse_unit_times("").is_err());
         assert!(parse_unit_times("-1").is_err());
