@@ -16,11 +16,12 @@ use crate::floors::{self, Scale};
 use crate::invariants::{self, AdminView, RunFacts};
 use crate::logs;
 use crate::observe::{self, Observer};
-use crate::procs::{Binaries, CoordinatorSettings};
+use crate::procs::CoordinatorSettings;
 use crate::report::{RunReport, StoreFigures};
 use crate::rng;
 use crate::workload::{self, Ledger, WorkloadSettings};
 use crate::ChaosError;
+use grind_kit::binaries::Binaries;
 
 /// Everything a run needs.
 #[derive(Clone, Debug)]

@@ -1,5 +1,5 @@
 //! The campaigns a chaos run keeps going, each with its answer known in advance from
-//! [`crate::answers`]: `primes` ranges (units stretched with `min_unit_ms` so leases stay open
+//! [`grind_kit::reference`]: `primes` ranges (units stretched with `min_unit_ms` so leases stay open
 //! while faults land), `nimsquare` for small N, and `topswops` exact for small n.
 //!
 //! Campaigns are created through the Admin API under unique names, so a creation whose
@@ -15,9 +15,9 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tonic::transport::Channel;
 
-use crate::answers;
 use crate::cluster::Cluster;
 use crate::rng::{Random, Rng};
+use grind_kit::reference;
 
 /// The answer a campaign must end with.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -82,7 +82,7 @@ pub fn next_spec(rng: &mut Rng, seq: u64, settings: &WorkloadSettings) -> Spec {
                 problem: "primes",
                 params: json!({"from": from, "to": to, "unit": unit, "min_unit_ms": min_unit_ms}),
                 verify_rate,
-                expected: Expected::Count(answers::primes_between(from, to)),
+                expected: Expected::Count(reference::primes_between(from, to)),
             }
         }
         1 => {
@@ -92,7 +92,7 @@ pub fn next_spec(rng: &mut Rng, seq: u64, settings: &WorkloadSettings) -> Spec {
                 problem: "nimsquare",
                 params: json!({"n": n}),
                 verify_rate: *rng.pick(&[0.5, 1.0]).unwrap_or(&1.0),
-                expected: Expected::Count(answers::nimsquare_losing(n)),
+                expected: Expected::Count(reference::nimsquare_losing(n)),
             }
         }
         _ => {
@@ -104,7 +104,7 @@ pub fn next_spec(rng: &mut Rng, seq: u64, settings: &WorkloadSettings) -> Spec {
                 // Search units are replicated like counts (a second run from the beginning
                 // on another worker).
                 verify_rate: *rng.pick(&[0.0, 0.5, 1.0]).unwrap_or(&0.0),
-                expected: Expected::Max(answers::topswops_max(n) as i64),
+                expected: Expected::Max(reference::topswops_max(n) as i64),
             }
         }
     }

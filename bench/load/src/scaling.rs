@@ -6,6 +6,7 @@
 //! critical-path bound (the longest unit) and the coordinator's per-unit round trips say what
 //! limits it.
 
+use grind_kit::rpc::register_with_retries;
 use grind_proto::v1 as pb;
 use grind_proto::v1::admin_client::AdminClient;
 use grind_proto::v1::worker_client::WorkerClient;
@@ -239,21 +240,15 @@ pub async fn simulate(
 }
 
 async fn register(mut client: WorkerClient<Channel>, index: usize) -> Option<i64> {
-    for attempt in 1..=50u64 {
-        let request = pb::RegisterRequest {
-            name: format!("scaling-{index}"),
-            host: "grind-scaling".into(),
-            cores: 1,
-            version: grind_shared::VERSION.into(),
-            git_commit: String::new(),
-            previous_worker_id: 0,
-        };
-        match client.register(request).await {
-            Ok(reply) => return Some(reply.into_inner().worker_id),
-            Err(_) => tokio::time::sleep(Duration::from_millis(20 * attempt.min(10))).await,
-        }
-    }
-    None
+    let request = pb::RegisterRequest {
+        name: format!("scaling-{index}"),
+        host: "grind-scaling".into(),
+        cores: 1,
+        version: grind_shared::VERSION.into(),
+        git_commit: String::new(),
+        previous_worker_id: 0,
+    };
+    register_with_retries(&mut client, request, 50, Duration::from_millis(20), |_| {}).await
 }
 
 /// One worker's loop: lease, hold the unit for its duration (heartbeating), complete.
