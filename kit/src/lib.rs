@@ -24,6 +24,14 @@ pub enum KitError {
     /// A binary under test is not where it should be.
     #[error("{0}")]
     Missing(String),
+    /// A URL that is not one.
+    #[error("invalid URL {url:?}: {reason}")]
+    InvalidUrl {
+        /// The URL given.
+        url: String,
+        /// Why it is not one.
+        reason: String,
+    },
     /// A condition did not hold in time.
     #[error("timed out after {after:?} waiting for {what}")]
     TimedOut {

@@ -6,6 +6,7 @@ use tokio::net::TcpListener;
 
 /// A loopback port free at the time of the call (bound, read, released: another process
 /// could take it meanwhile, so prefer `127.0.0.1:0` where the program reports its port).
+/// Panics when no loopback port can be bound (a test cannot go on then).
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|listener| listener.local_addr())
@@ -14,7 +15,7 @@ pub fn free_port() -> u16 {
 }
 
 /// A TCP server on a free loopback port that writes back every byte it reads, on every
-/// connection, until the runtime stops.
+/// connection, until the runtime stops. Panics when no loopback port can be bound.
 pub async fn echo_server() -> SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0")
         .await

@@ -25,10 +25,12 @@ pub async fn worker(url: &str, timeout: Duration) -> Result<WorkerClient<Channel
     .await
 }
 
-/// A plain channel to `url`, retried until it connects or `timeout` passes. Panics on a URL
-/// that is not one.
+/// A plain channel to `url`, retried until it connects or `timeout` passes.
 pub async fn channel(url: &str, timeout: Duration) -> Result<Channel, KitError> {
-    let endpoint = Channel::from_shared(url.to_string()).expect("a valid URL");
+    let endpoint = Channel::from_shared(url.to_string()).map_err(|e| KitError::InvalidUrl {
+        url: url.to_string(),
+        reason: e.to_string(),
+    })?;
     poll_until("the server", timeout, || async {
         endpoint.connect().await.ok()
     })
@@ -56,4 +58,22 @@ pub async fn register_with_retries(
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn bad_urls_and_silent_servers_are_errors() {
+        let bad = channel("not a url", Duration::from_millis(10)).await;
+        assert!(matches!(bad, Err(KitError::InvalidUrl { .. })), "{bad:?}");
+        // Nothing listens on a port just released: every try is refused until the timeout.
+        let url = format!("http://127.0.0.1:{}", crate::net::free_port());
+        let refused = admin(&url, Duration::from_millis(200)).await.unwrap_err();
+        assert_eq!(
+            refused.to_string(),
+            "timed out after 200ms waiting for the admin API"
+        );
+    }
 }
