@@ -12,18 +12,15 @@
 #     (10 units).
 # Release build; wall time from the shell around each command.
 # Usage: bench/cluster_path.sh [ROUNDS, default 1]
-set -euo pipefail
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-cd "$here/.."
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 rounds="${1:-1}"
-cargo build -q --release --bin grind --bin grind-worker
-grind="$PWD/target/release/grind"
+build_release
+grind="$GRIND"
 build="$(mktemp -d)"
-trap 'rm -rf "$build"' EXIT
+remove_at_exit "$build"
 cc -O2 -o "$build/topswops_ref" bench/topswops_ref.c
 
-echo "machine: $(lscpu | grep 'Model name' | sed 's/.*: *//'), $(nproc) CPUs"
-echo "commit: $(git rev-parse --short HEAD)  date: $(date -u +%FT%TZ)  load: $(cut -d' ' -f1-3 /proc/loadavg)"
+machine_line
 
 timed() { # label command...
   local label=$1 t0 t1 out

@@ -14,24 +14,17 @@
 # Environment: BIN_DIR=dir measures the `grind` and `grind-worker` found there instead of
 # building this tree (to run another build beside it); LANES="2 4" picks the `grind run`
 # lane counts (default "1 2 4"; the served rows run 1 and 4 lanes when LANES has them).
-set -euo pipefail
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-cd "$here/.."
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 units="${1:-2000}"
 lanes="${LANES:-1 2 4}"
-if [ -z "${BIN_DIR:-}" ]; then
-  cargo build -q --release --bin grind --bin grind-worker
-  BIN_DIR="$PWD/target/release"
-fi
-grind="$BIN_DIR/grind"
-worker="$BIN_DIR/grind-worker"
+build_release
+grind="$GRIND"
+worker="$WORKER"
 work="$(mktemp -d)"
+remove_at_exit "$work"
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"; }
-trap cleanup EXIT
 
-echo "machine: $(lscpu | grep 'Model name' | sed 's/.*: *//'), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "commit: $(git rev-parse --short HEAD)  date: $(date -u +%FT%TZ)"
+machine_line
 printf '%-6s %8s %6s %8s %9s %9s %12s\n' mode unit_ms units lanes wall_s fixed_s overhead_ms
 
 fixed=0
@@ -53,18 +46,16 @@ run_embedded() { # ms n workers
 }
 
 run_served() { # ms n workers
-  local ms=$1 n=$2 w=$3 t0 t1 port db id
-  port=$((20000 + RANDOM % 20000)); db="$work/serve-$ms-$w.db"
-  "$grind" serve --listen "127.0.0.1:$port" --db "$db" --verify-rate 0 >/dev/null 2>"$work/serve.log" &
-  pids+=($!)
-  local url="http://127.0.0.1:$port"
-  for _ in $(seq 100); do "$grind" problems >/dev/null 2>&1 && \
-    "$grind" campaign list --coordinator "$url" >/dev/null 2>&1 && break; sleep 0.1; done
+  local ms=$1 n=$2 w=$3 t0 t1 db id
+  db="$work/serve-$ms-$w.db"
+  start_serve "$work/serve.log" --db "$db" --verify-rate 0
+  pids+=("$SERVE_PID")
+  local url="$SERVE_URL"
   t0=$(now)
   id=$("$grind" campaign add --coordinator "$url" primes --to $((n * 64)) --unit 64 \
     --min-unit-ms "$ms" --verify-rate 0 | tail -1)
   for i in $(seq "$w"); do
-    "$worker" --coordinator "$url" --threads 1 --name "w$i" 2>/dev/null & pids+=($!)
+    start_bg "$worker" --coordinator "$url" --threads 1 --name "w$i" 2>/dev/null; pids+=($!)
   done
   "$grind" watch --coordinator "$url" "$id" --interval-ms 20 >/dev/null
   t1=$(now)

@@ -1,16 +1,18 @@
 #!/bin/bash
 # Grid puzzle (issue 6): one worker against two on generated instances, each run timed.
 # Usage: bench/grid_workers.sh [SIZE] [SEEDS] [REPS]   (defaults: 16, "2 4", 2)
-# Needs a release build (`cargo build --release -p grind-coordinator -p grind-worker`).
+# Builds the release binaries first (BIN_DIR=dir uses the ones there instead).
 # Prints one row per run: seed, workers, repetition, load before, wall and CPU seconds, value,
 # proven, stored lower bound, units, branch-and-cut nodes (summed over leases), load after.
-set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 SIZE=${1:-16}
 SEEDS=${2:-"2 4"}
 REPS=${3:-2}
-BIN=$(dirname "$0")/../target/release/grind
+build_release
+BIN=$GRIND
 WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
+remove_at_exit "$WORK"
+machine_line
 for rep in $(seq 1 "$REPS"); do
   for seed in $SEEDS; do
     for workers in 1 2; do

@@ -4,20 +4,17 @@
 # (N = 1e5, 1e6, 1e7 on rayon pools of 1 and 2 threads).
 #
 # Usage: bench/nimsquare.sh [N for the C reference, default 10000000]
-set -euo pipefail
-
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 n="${1:-10000000}"
 build="$(mktemp -d)"
-trap 'rm -rf "$build"' EXIT
+remove_at_exit "$build"
 
-echo "machine: $(lscpu | grep 'Model name' | sed 's/.*: *//'), $(nproc) CPUs"
+machine_line
 echo
 echo "C reference (cc -O2, one thread):"
-cc -O2 -o "$build/nimsquare_ref" "$here/nimsquare_ref.c"
+cc -O2 -o "$build/nimsquare_ref" bench/nimsquare_ref.c
 printf '%12s %10s %9s %s\n' N seconds "max g" "losing positions"
 "$build/nimsquare_ref" "$n"
 echo
 echo "grind (cargo bench -p grind-shared --bench nimsquare):"
-cd "$here/.."
 cargo bench -q -p grind-shared --bench nimsquare

@@ -7,8 +7,7 @@
 # reached ("-" if never). Extra arguments after the Ns go to `grind run` (e.g. --units 2).
 #   SECONDS=60 bench/sieve_anytime.sh 700 850 1000 [-- FLAGS...]
 #   SECONDS=60 bench/sieve_anytime.sh $(seq 525 25 1000)
-set -euo pipefail
-cd "$(dirname "$0")/.."
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 seconds=${SECONDS:-60}
 ns=()
 while (( $# )) && [[ $1 != -- ]]; do ns+=("$1"); shift; done

@@ -7,8 +7,7 @@
 # or better. Each N's cluster-cut bound certificate goes to records/sieve-bounds/N.txt and is
 # checked before its row is written. --backward walks B..A (so N + 1 seeds N).
 #   bench/sieve_beyond.sh A B [SECONDS] [--backward]     (default SECONDS: 10)
-set -euo pipefail
-cd "$(dirname "$0")/.."
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 from=${1:?first N}
 to=${2:?last N}
 seconds=${3:-10}

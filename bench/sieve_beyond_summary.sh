@@ -4,8 +4,7 @@
 # distribution, the CPU spent per N, and the N furthest from closing; plus, per N, how much of
 # the published Franklín–Moniot gap (FM bound - published value) the certified bound closes.
 #   bench/sieve_beyond_summary.sh
-set -euo pipefail
-cd "$(dirname "$0")/.."
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 python3 - <<'PY'
 import statistics
 best = {}

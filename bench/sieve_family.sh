@@ -5,8 +5,7 @@
 # and, per member, value, proven, units searched (results), nodes, CPU seconds and whether it
 # was closed at its ceiling, read from each run's database, plus the totals.
 #   bench/sieve_family.sh A B [MODES]     (MODES: "chain independent" by default)
-set -euo pipefail
-cd "$(dirname "$0")/.."
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 from=${1:?first N}
 to=${2:?last N}
 modes=${3:-chain independent}

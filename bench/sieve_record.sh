@@ -4,8 +4,7 @@
 # records/sieve.tsv (value, root bound, units, nodes, CPU and wall seconds, solver and grind
 # versions, commit, date, an optimal game), resuming after the largest N already recorded.
 #   bench/sieve_record.sh A B [THREADS]     (default THREADS: 2)
-set -euo pipefail
-cd "$(dirname "$0")/.."
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 from=${1:?first N}
 to=${2:?last N}
 threads=${3:-2}

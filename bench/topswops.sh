@@ -9,9 +9,7 @@
 # Usage: bench/topswops.sh [N...]          (e.g. bench/topswops.sh 12 13 14 15)
 #        MODE=prove-all|discover bench/topswops.sh ...   (default MODE=prove)
 #        DIRS="backward" bench/topswops.sh ...           (default DIRS="forward backward")
-set -euo pipefail
-
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 sizes=("$@")
 if [ ${#sizes[@]} -eq 0 ]; then
     sizes=(12 13 14)
@@ -24,11 +22,10 @@ case "$mode" in
     *) echo "unknown MODE $mode" >&2; exit 2 ;;
 esac
 build="$(mktemp -d)"
-trap 'rm -rf "$build"' EXIT
+remove_at_exit "$build"
 
-echo "machine: $(lscpu | grep 'Model name' | sed 's/.*: *//'), $(nproc) CPUs"
-cc -O2 -o "$build/topswops_ref" "$here/topswops_ref.c"
-cd "$here/.."
+machine_line
+cc -O2 -o "$build/topswops_ref" bench/topswops_ref.c
 cargo bench -q -p grind-shared --bench topswops --no-run
 dirs=(${DIRS:-forward backward})
 printf '%3s %10s %16s %9s %14s %10s %6s %5s\n' n mode kernel seconds nodes Mnodes/s decks max

@@ -8,16 +8,16 @@
 #   where a binary is built by `cargo bench -p grind-shared --bench topswops --no-run`
 #   (the path it prints as "Executable"), e.g. one copied aside before a change.
 # Cases: CASES="13 --mode prove|13 --mode prove --direction backward|..." overrides the list.
-set -euo pipefail
-
-old="$1"
-new="$2"
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# The binaries as the caller named them (lib.sh moved to the repository root).
+old="$(cd "$BENCH_CALLER_DIR" && realpath "$1")"
+new="$(cd "$BENCH_CALLER_DIR" && realpath "$2")"
 rounds="${3:-3}"
 IFS='|' read -r -a cases <<< "${CASES:-13 --mode prove|13 --mode prove --direction backward|13 --mode discover|12 --mode discover --direction backward|13 --mode prove --kernel wide|11 --mode prove --kernel portable --direction backward}"
 out="$(mktemp)"
-trap 'rm -f "$out"' EXIT
+remove_at_exit "$out"
 
-echo "machine: $(lscpu | grep 'Model name' | sed 's/.*: *//'), $(nproc) CPUs; load: $(cut -d' ' -f1-3 /proc/loadavg)"
+machine_line
 for r in $(seq 1 "$rounds"); do
     for c in "${!cases[@]}"; do
         for which in old new; do

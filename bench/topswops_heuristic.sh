@@ -12,23 +12,17 @@
 # While the campaign runs, every improvement of the best is printed as it lands
 # ("live SECONDS FLIPS", seconds since the campaign was created), with the load average
 # once a minute ("load SECONDS ...").
-set -euo pipefail
-
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 n="$1"; seconds="$2"; shift 2
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-cd "$here/.."
 if [ -z "${GRIND:-}" ]; then
-    cargo build -q --release -p grind-coordinator
-    GRIND=target/release/grind
+    build_release -p grind-coordinator
 fi
 db="${DB:-$(mktemp -d)/topswops-$n.db}"
-echo "machine: $(lscpu | grep 'Model name' | sed 's/.*: *//'), $(nproc) CPUs; load: $(uptime | sed 's/.*load/load/')"
+machine_line
 echo "campaign: topswops --n $n --heuristic $*; database $db"
-echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
-"$GRIND" run topswops --n "$n" --heuristic "$@" --seconds "$seconds" --db "$db" \
-    --workers "${WORKERS:-1}" --threads "${THREADS:-2}" --json > "$db.run.json" &
+start_bg "$GRIND" run topswops --n "$n" --heuristic "$@" --seconds "$seconds" --db "$db" \
+    --workers "${WORKERS:-1}" --threads "${THREADS:-2}" --json > "$db.run.json"
 grind_pid=$!
-trap 'kill "$grind_pid" 2>/dev/null || true' EXIT
 last=0; ticks=0
 while kill -0 "$grind_pid" 2>/dev/null; do
     sleep "${POLL:-2}"; ticks=$((ticks + 1))
@@ -46,7 +40,6 @@ while kill -0 "$grind_pid" 2>/dev/null; do
     fi
 done
 wait "$grind_pid" || true
-trap - EXIT
 echo "load after: $(uptime | sed 's/.*load/load/')"
 echo
 echo "# best versus time (seconds since the campaign was created, flips)"

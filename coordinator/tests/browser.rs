@@ -21,6 +21,7 @@ mod common;
 
 use common::*;
 use fantoccini::{ClientBuilder, Locator};
+use grind_kit::net::free_port;
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -45,14 +46,6 @@ fn artifacts_dir() -> PathBuf {
         .join("test-artifacts");
     std::fs::create_dir_all(&dir).expect("create target/test-artifacts");
     dir
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 fn status_json(url: &str) -> Value {

@@ -10,6 +10,8 @@
 mod common;
 
 use common::*;
+use grind_kit::launch::listening_addr;
+use grind_kit::limits::set_file_size_limit;
 use grind_proto::v1 as pb;
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
@@ -17,38 +19,6 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 const WAIT: Duration = Duration::from_secs(60);
-
-/// Sets the soft file-size limit of `pid` (None: unlimited), keeping the hard limit.
-fn set_file_size_limit(pid: u32, limit: Option<u64>) {
-    let mut old = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: prlimit(2) on our own child with valid pointers.
-    let read = unsafe {
-        libc::prlimit(
-            pid as libc::pid_t,
-            libc::RLIMIT_FSIZE,
-            std::ptr::null(),
-            &mut old,
-        )
-    };
-    assert_eq!(read, 0, "{}", std::io::Error::last_os_error());
-    let new = libc::rlimit {
-        rlim_cur: limit.unwrap_or(libc::RLIM_INFINITY).min(old.rlim_max),
-        rlim_max: old.rlim_max,
-    };
-    // SAFETY: as above.
-    let set = unsafe {
-        libc::prlimit(
-            pid as libc::pid_t,
-            libc::RLIMIT_FSIZE,
-            &new,
-            std::ptr::null_mut(),
-        )
-    };
-    assert_eq!(set, 0, "{}", std::io::Error::last_os_error());
-}
 
 async fn create_primes(
     admin: &mut grind_proto::v1::admin_client::AdminClient<tonic::transport::Channel>,
@@ -90,7 +60,7 @@ async fn the_store_recovers_after_the_disk_was_full() {
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
     let mut line = String::new();
     stdout.read_line(&mut line).unwrap();
-    let addr = line.trim().rsplit(' ').next().unwrap().to_string();
+    let addr = listening_addr(&line).expect("grind serve says where it listens");
     let url = format!("http://{addr}");
     let _guard = Proc {
         child,
@@ -101,12 +71,12 @@ async fn the_store_recovers_after_the_disk_was_full() {
         .await
         .expect("a write before the disk fills");
 
-    set_file_size_limit(pid, Some(0));
+    set_file_size_limit(pid, Some(0)).expect("lower the file-size limit");
     let err = create_primes(&mut admin)
         .await
         .expect_err("no write can commit on a full disk");
     assert_eq!(err.code(), tonic::Code::Unavailable, "{err:?}");
-    set_file_size_limit(pid, None);
+    set_file_size_limit(pid, None).expect("lift the file-size limit");
 
     // Space is back: writes commit again, and a worker finishes a campaign.
     let campaign = wait_for("writes to work again", WAIT, || {

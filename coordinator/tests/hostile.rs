@@ -13,8 +13,8 @@ mod common;
 
 use bytes::Bytes;
 use common::*;
-use grind_chaos::answers;
 use grind_chaos::invariants::{check_store, StoreExpectations, Verdict};
+use grind_kit::reference;
 use grind_proto::v1 as pb;
 use serde_json::json;
 use std::path::Path;
@@ -51,8 +51,8 @@ async fn fake_improvements_and_forged_search_results_change_nothing() {
     let grant = forger.lease_one().await;
     assert_eq!(grant.campaign_id, eight);
 
-    let short = answers::topswops_deck_with(8, 20).unwrap();
-    let other_campaigns = answers::topswops_deck_with(9, 25).unwrap();
+    let short = reference::topswops_deck_with(8, 20).unwrap();
+    let other_campaigns = reference::topswops_deck_with(9, 25).unwrap();
     let enormous = format!("{{\"deck\": [{}]}}", "1,".repeat(3 << 20));
     let cases: Vec<(String, i64, &str)> = vec![
         // A real 20-flip deck claimed to score more.
@@ -104,7 +104,7 @@ async fn fake_improvements_and_forged_search_results_change_nothing() {
         best_score: score,
         ..Default::default()
     };
-    let deck22 = answers::topswops_deck_with(8, 22).unwrap();
+    let deck22 = reference::topswops_deck_with(8, 22).unwrap();
     let forged = [
         best(json!({"deck": short, "flips": 20}), 22),
         best(json!({"deck": other_campaigns, "flips": 25}), 25),
@@ -148,7 +148,7 @@ async fn fake_improvements_and_forged_search_results_change_nothing() {
     let _honest = grind.worker("honest");
     for (campaign, n) in [(eight, 8u8), (nine, 9)] {
         let done = grind.wait_finished(campaign, WAIT).await;
-        let f = answers::topswops_max(n).to_string();
+        let f = reference::topswops_max(n).to_string();
         assert_eq!(
             (done.state.as_str(), done.value.as_str(), done.proven),
             ("done", f.as_str(), true),
@@ -166,7 +166,7 @@ async fn a_worker_hiding_its_best_find_cannot_get_a_wrong_maximum_proven() {
     // Replication at rate 1: every search unit is run again, from its beginning, by another
     // worker.
     let campaign = grind.create("topswops", json!({"n": 8}), 1.0).await;
-    let decoy = answers::topswops_deck_with(8, 20).unwrap();
+    let decoy = reference::topswops_deck_with(8, 20).unwrap();
     loop {
         let grants = liar.lease(8).await.expect("lease");
         if grants.is_empty() {
@@ -315,8 +315,8 @@ async fn a_worker_lying_on_every_count_is_outvoted_while_honest_workers_finish()
             continue;
         }
         for grant in grants {
-            let (lo, hi) = primes_unit(&grant.unit_payload);
-            let lie = answers::primes_between(lo, hi) + 1 + lies % 3;
+            let (lo, hi) = primes_unit(&grant.unit_payload).expect("a primes unit");
+            let lie = reference::primes_between(lo, hi) + 1 + lies % 3;
             if liar.complete(&grant, count(lie)).await.unwrap().accepted {
                 lies += 1;
             }
@@ -325,7 +325,7 @@ async fn a_worker_lying_on_every_count_is_outvoted_while_honest_workers_finish()
     let done = grind.wait_finished(campaign, WAIT).await;
     assert_eq!(done.state, "done");
     let reply = grind.status(campaign).await;
-    assert_counted_once(&reply, answers::primes_between(0, 600_000));
+    assert_counted_once(&reply, reference::primes_between(0, 600_000));
     let lied: Vec<_> = reply
         .results
         .iter()
@@ -366,8 +366,8 @@ async fn replayed_and_forged_lease_ids_are_refused_and_change_nothing() {
 
     // One unit done properly, then its completion replayed, changed, and re-released.
     let grant = replayer.lease_one().await;
-    let (lo, hi) = primes_unit(&grant.unit_payload);
-    let truth = answers::primes_between(lo, hi);
+    let (lo, hi) = primes_unit(&grant.unit_payload).expect("a primes unit");
+    let truth = reference::primes_between(lo, hi);
     let first = replayer.complete(&grant, count(truth)).await.unwrap();
     assert!(first.accepted);
     for replay in [truth, truth + 1000] {
@@ -472,7 +472,7 @@ async fn replayed_and_forged_lease_ids_are_refused_and_change_nothing() {
     let done = grind.wait_finished(campaign, WAIT).await;
     assert_eq!(done.state, "done");
     let reply = grind.status(campaign).await;
-    assert_counted_once(&reply, answers::primes_between(0, 400_000));
+    assert_counted_once(&reply, reference::primes_between(0, 400_000));
     assert_store_consistent(&grind.coord.db, true);
 }
 
@@ -642,9 +642,9 @@ async fn enormous_truncated_and_malformed_messages_are_refused() {
 
     // None of it counted anything; the lease is still held; honest work finished exactly.
     let status_now = grind.show(campaign).await;
-    assert!(status_now.value.parse::<u64>().unwrap() <= answers::primes_between(0, 300_000));
+    assert!(status_now.value.parse::<u64>().unwrap() <= reference::primes_between(0, 300_000));
     let done = grind.wait_finished(campaign, WAIT).await;
-    assert_done_with(&done, answers::primes_between(0, 300_000));
+    assert_done_with(&done, reference::primes_between(0, 300_000));
     assert_store_consistent(&grind.coord.db, true);
 }
 
@@ -653,7 +653,8 @@ async fn garbage_bytes_on_the_port_are_dropped_and_honest_work_goes_on() {
     let (mut grind, campaign, _honest) = honest_primes_campaign(300_000, 30_000, 200).await;
     let addr = grind.coord.addr().to_string();
 
-    let mut rng = grind_chaos::rng::Rng::new(42);
+    use grind_chaos::rng::Random;
+    let mut rng = grind_chaos::rng::seeded(42);
     let mut random = vec![0u8; 64 << 10];
     for b in random.iter_mut() {
         *b = rng.next_u64() as u8;
@@ -722,7 +723,7 @@ async fn garbage_bytes_on_the_port_are_dropped_and_honest_work_goes_on() {
         .unwrap();
     health(fresh, "grind.v1.Worker").await.expect("healthy");
     let done = grind.wait_finished(campaign, WAIT).await;
-    assert_done_with(&done, answers::primes_between(0, 300_000));
+    assert_done_with(&done, reference::primes_between(0, 300_000));
     assert_store_consistent(&grind.coord.db, true);
 }
 
@@ -806,7 +807,7 @@ async fn a_registration_flood_is_rate_limited_and_lease_hoarding_is_capped() {
         assert!(held <= 3, "the hoarder holds {held} leases");
     }
     let done = grind.wait_finished(campaign, WAIT).await;
-    assert_done_with(&done, answers::primes_between(0, 400_000));
+    assert_done_with(&done, reference::primes_between(0, 400_000));
     assert_store_consistent(&grind.coord.db, true);
 }
 

@@ -605,18 +605,6 @@ async fn worker_text_reaches_the_pages_escaped() {
     assert_eq!(api.json()["workers"][0]["host"], host.as_str());
 }
 
-/// Plays Topswops on `deck` (top card first) by plain replay and counts the flips.
-fn topswops_flips(deck: &[usize]) -> u32 {
-    let mut deck = deck.to_vec();
-    let mut flips = 0;
-    while deck[0] != 1 {
-        let top = deck[0];
-        deck[..top].reverse();
-        flips += 1;
-    }
-    flips
-}
-
 /// Units done once and waiting for a replica run are "verifying", not "pending", on the
 /// campaigns table and the campaign page, as in `grind status`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

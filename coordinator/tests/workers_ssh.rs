@@ -15,6 +15,7 @@
 mod common;
 
 use common::*;
+use grind_kit::net::free_port;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -29,14 +30,6 @@ fn find(names: &[&str]) -> Option<PathBuf> {
     dirs.iter()
         .flat_map(|d| names.iter().map(move |n| d.join(n)))
         .find(|p| p.is_file())
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 fn run(cmd: &mut Command) -> Output {

@@ -5,6 +5,7 @@
 mod fake;
 
 use fake::Fake;
+use grind_kit::reference::primes_between;
 use grind_shared::problem::codec;
 use grind_worker::{run_with, WorkerConfig, WorkerError, WorkerSummary, EXIT_REFUSED};
 use std::time::Duration;
@@ -53,13 +54,6 @@ impl Agent {
             .expect("the agent ends within the timeout")
             .expect("the agent does not panic")
     }
-}
-
-/// Primes in `[from, to)` by trial division (independent of the problem's sieve).
-fn primes_between(from: u64, to: u64) -> u64 {
-    (from..to)
-        .filter(|&n| n >= 2 && (2..).take_while(|d| d * d <= n).all(|d| n % d != 0))
-        .count() as u64
 }
 
 /// Every unit accepted exactly once, nothing refused or acknowledged twice, and the total

@@ -10,11 +10,13 @@ use std::sync::Mutex as StdMutex;
 use std::time::Duration;
 use tokio::sync::{watch, Mutex};
 
-use crate::dbfault;
 use crate::logs;
-use crate::procs::{Binaries, CoordinatorProc, CoordinatorSettings, WorkerProc};
+use crate::procs::{CoordinatorProc, CoordinatorSettings, WorkerProc};
 use crate::proxy::{Mode, Proxy};
 use crate::ChaosError;
+use grind_kit::binaries::Binaries;
+use grind_kit::launch::tail_of;
+use grind_kit::limits::set_file_size_limit;
 
 /// How long a process start may take before the run gives up.
 pub const START_PATIENCE: Duration = Duration::from_secs(90);
@@ -216,10 +218,10 @@ impl Cluster {
             .map_err(|_| ChaosError::Fault("limit state poisoned".into()))?;
         if writable {
             if let Some(previous) = saved.take() {
-                dbfault::set_file_size_limit(proc.pid, previous)?;
+                set_file_size_limit(proc.pid, previous).map_err(fault)?;
             }
         } else if saved.is_none() {
-            *saved = Some(dbfault::set_file_size_limit(proc.pid, Some(0))?);
+            *saved = Some(set_file_size_limit(proc.pid, Some(0)).map_err(fault)?);
         }
         Ok(())
     }
@@ -315,7 +317,7 @@ impl Cluster {
                 self.problem(format!(
                     "the coordinator exited on its own ({status}); log {}:\n{}",
                     log.display(),
-                    crate::procs::tail_of(&log, 1500)
+                    tail_of(&log, 1500)
                 ));
                 self.target.send_replace(None);
                 *slot = None;
@@ -341,7 +343,7 @@ impl Cluster {
                 self.problem(format!(
                     "worker {index} exited on its own ({status}); log {}:\n{}",
                     log.display(),
-                    crate::procs::tail_of(&log, 1500)
+                    tail_of(&log, 1500)
                 ));
                 if let Err(e) = self.start_worker(index).await {
                     self.problem(format!("restarting worker {index} failed: {e}"));
@@ -375,4 +377,9 @@ impl Cluster {
         }
         self.target.send_replace(None);
     }
+}
+
+/// A fault that could not be applied or undone.
+fn fault(error: grind_kit::KitError) -> ChaosError {
+    ChaosError::Fault(error.to_string())
 }

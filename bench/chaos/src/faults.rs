@@ -14,7 +14,7 @@ use tokio::time::Instant;
 
 use crate::cluster::Cluster;
 use crate::proxy::Mode;
-use crate::rng::Rng;
+use crate::rng::{Random, Rng};
 
 /// What a fault does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -161,12 +161,12 @@ pub fn plan(
         };
         let kind = FaultKind::ALL[index];
         let (lo, hi) = kind.hold_ms();
-        let hold = rng.range(lo, hi);
-        let worker =
-            (!kind.targets_coordinator()).then(|| rng.range(0, workers as u64 - 1) as usize);
+        let hold = rng.range_inclusive(lo, hi);
+        let worker = (!kind.targets_coordinator())
+            .then(|| rng.range_inclusive(0, workers as u64 - 1) as usize);
         let delay = match kind {
-            FaultKind::DelayNetwork => rng.range(20, 400),
-            FaultKind::LoseReplies => rng.range(100, 400),
+            FaultKind::DelayNetwork => rng.range_inclusive(20, 400),
+            FaultKind::LoseReplies => rng.range_inclusive(100, 400),
             _ => 0,
         };
         let slot = worker.map_or(0, |w| w + 1);
@@ -314,14 +314,14 @@ mod tests {
     fn plans_are_deterministic_non_overlapping_and_inside_the_window() {
         let window = Duration::from_secs(120);
         let a = plan(
-            &mut Rng::new(3),
+            &mut crate::rng::seeded(3),
             window,
             3,
             Duration::from_millis(1500),
             &FaultKind::ALL,
         );
         let b = plan(
-            &mut Rng::new(3),
+            &mut crate::rng::seeded(3),
             window,
             3,
             Duration::from_millis(1500),
@@ -348,7 +348,7 @@ mod tests {
             assert!(a.iter().any(|f| f.kind == kind), "{kind:?} never planned");
         }
         let only = plan(
-            &mut Rng::new(3),
+            &mut crate::rng::seeded(3),
             window,
             3,
             Duration::from_millis(1500),

@@ -6,17 +6,15 @@
 //! checked against the database (read-only), the Admin API and the workers' event streams,
 //! and every check must have verified as many facts as the run makes likely.
 //!
-//! Layout: [`rng`] (seeded draws), [`answers`] (reference answers), [`procs`] (the
-//! processes), [`proxy`] (the fault proxy), [`dbfault`] (the unwritable database),
+//! Layout: [`rng`] (seeded draws), [`procs`] (the processes), [`proxy`] (the fault proxy),
 //! [`cluster`] (processes + proxies), [`faults`] (the plan and its execution),
 //! [`workload`] (campaigns), [`observe`] (watching the store during the run), [`logs`]
 //! (what the processes said: the workers' event streams and panics), [`invariants`] (the
 //! end-of-run checks), [`floors`] (how many facts each check must verify), [`run`] (one
-//! run), [`report`] (its figures).
+//! run), [`report`] (its figures). Starting processes, the "database unwritable" limit and
+//! the reference answers come from `grind-kit`.
 
-pub mod answers;
 pub mod cluster;
-pub mod dbfault;
 pub mod faults;
 pub mod floors;
 pub mod invariants;

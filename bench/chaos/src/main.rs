@@ -6,9 +6,11 @@
 use anyhow::{bail, Context, Result};
 use clap::Parser;
 use grind_chaos::faults::FaultKind;
-use grind_chaos::procs::{Binaries, CoordinatorSettings};
+use grind_chaos::procs::CoordinatorSettings;
 use grind_chaos::run::{self, RunSettings};
 use grind_chaos::workload::WorkloadSettings;
+use grind_kit::binaries::Binaries;
+use grind_kit::launch::work_dir;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -129,7 +131,7 @@ fn main_with(args: Args) -> Result<bool> {
         for round in 0..args.rounds {
             let seed = args.seed + round;
             let plan = grind_chaos::faults::plan(
-                &mut grind_chaos::rng::Rng::new(seed).fork(1),
+                &mut grind_chaos::rng::fork(&grind_chaos::rng::seeded(seed), 1),
                 Duration::from_secs_f64(args.duration),
                 args.workers,
                 Duration::from_millis(args.fault_every_ms.max(50)),
@@ -144,8 +146,9 @@ fn main_with(args: Args) -> Result<bool> {
         }
         return Ok(true);
     }
-    let binaries = Binaries::locate(args.grind_bin.clone(), args.worker_bin.clone())?;
-    let (root, temporary) = grind_chaos::procs::work_dir(args.out.as_deref(), "grind-chaos-")
+    let binaries =
+        Binaries::locate(args.grind_bin.clone(), args.worker_bin.clone()).context("setup")?;
+    let (root, temporary) = work_dir(args.out.as_deref(), "grind-chaos-")
         .context("cannot create a temporary directory")?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -2,6 +2,7 @@
 //! SIGTERMed and restarted. Their stderr goes to one log file per incarnation (written by
 //! the kernel straight to the file, so nothing is lost when a process is killed).
 
+use grind_kit::launch::{listening_addr, serve_command, sigterm, tail_of, worker_command};
 use std::fs::File;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -10,77 +11,11 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, ChildStdout, Command};
 
+use grind_kit::binaries::Binaries;
 use grind_proto::v1 as pb;
 use grind_proto::v1::admin_client::AdminClient;
 
 use crate::ChaosError;
-
-/// The directory for a run's databases and logs: `out` when given, else a new temporary
-/// directory named `prefix...`, returned as well so that the caller decides how long it lives
-/// (and can keep it when a run fails).
-pub fn work_dir(
-    out: Option<&Path>,
-    prefix: &str,
-) -> std::io::Result<(PathBuf, Option<tempfile::TempDir>)> {
-    match out {
-        Some(dir) => Ok((dir.to_path_buf(), None)),
-        None => {
-            let dir = tempfile::Builder::new().prefix(prefix).tempdir()?;
-            Ok((dir.path().to_path_buf(), Some(dir)))
-        }
-    }
-}
-
-/// Where the binaries under test are.
-#[derive(Clone, Debug)]
-pub struct Binaries {
-    /// `grind`.
-    pub grind: PathBuf,
-    /// `grind-worker`.
-    pub worker: PathBuf,
-}
-
-impl Binaries {
-    /// The given paths, or the binaries beside this executable (`target/<profile>/`, also
-    /// from `target/<profile>/deps/` where test executables live).
-    pub fn locate(grind: Option<PathBuf>, worker: Option<PathBuf>) -> Result<Binaries, ChaosError> {
-        let here = std::env::current_exe()
-            .map_err(|e| ChaosError::Setup(format!("cannot find this executable: {e}")))?;
-        let mut dirs = Vec::new();
-        if let Some(dir) = here.parent() {
-            dirs.push(dir.to_path_buf());
-            if let Some(up) = dir.parent() {
-                dirs.push(up.to_path_buf());
-            }
-        }
-        let find = |given: Option<PathBuf>, name: &str| -> Result<PathBuf, ChaosError> {
-            if let Some(path) = given {
-                return if path.is_file() {
-                    Ok(path)
-                } else {
-                    Err(ChaosError::Setup(format!(
-                        "{} does not exist",
-                        path.display()
-                    )))
-                };
-            }
-            dirs.iter()
-                .map(|dir| dir.join(name))
-                .find(|path| path.is_file())
-                .ok_or_else(|| {
-                    ChaosError::Setup(format!(
-                        "cannot find `{name}` beside {}: build the workspace first \
-                         (cargo build --workspace) or pass its path",
-                        here.display()
-                    ))
-                })
-        };
-        Ok(Binaries {
-            grind: find(grind, "grind")?,
-            worker: find(worker, "grind-worker")?,
-        })
-    }
-}
 
 /// How the coordinator is run.
 #[derive(Clone, Debug)]
@@ -123,15 +58,14 @@ impl CoordinatorProc {
         settings: &CoordinatorSettings,
         patience: Duration,
     ) -> Result<CoordinatorProc, ChaosError> {
-        let mut cmd = Command::new(&bins.grind);
-        cmd.args(["serve", "--listen", "127.0.0.1:0", "--db"])
-            .arg(db)
-            .args(["--lease-ttl-ms", &settings.lease_ttl_ms.to_string()])
-            .args(["--heartbeat-ms", &settings.heartbeat_ms.to_string()])
-            .args(["--max-attempts", &settings.max_attempts.to_string()])
-            .env("RUST_LOG", "info")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
+        let mut cmd = Command::from(serve_command(
+            &bins.grind,
+            "127.0.0.1:0",
+            db,
+            settings.lease_ttl_ms,
+            settings.heartbeat_ms,
+        ));
+        cmd.args(["--max-attempts", &settings.max_attempts.to_string()])
             // Straight to a file, as with `grind serve 2>> grind.log`: under the "database
             // unwritable" fault the coordinator's log writes fail too, as they would on a
             // full disk (lines logged during the fault are lost).
@@ -155,13 +89,8 @@ impl CoordinatorProc {
         let mut stdout = BufReader::new(stdout);
         let mut line = String::new();
         let read = tokio::time::timeout(patience, stdout.read_line(&mut line)).await;
-        let addr = line
-            .trim()
-            .rsplit(' ')
-            .next()
-            .and_then(|text| text.parse::<SocketAddr>().ok());
-        match (read, addr) {
-            (Ok(Ok(_)), Some(addr)) if line.contains("listening on") => {
+        match (read, listening_addr(&line)) {
+            (Ok(Ok(_)), Some(addr)) => {
                 let mut proc = CoordinatorProc {
                     child,
                     _stdout: stdout,
@@ -265,15 +194,11 @@ impl WorkerProc {
         log: PathBuf,
         events: Option<&Path>,
     ) -> Result<WorkerProc, ChaosError> {
-        let mut cmd = Command::new(&bins.worker);
-        cmd.args(["--coordinator", url, "--name", name, "--threads"])
-            .arg(threads.to_string());
+        let mut cmd = Command::from(worker_command(&bins.worker, url, Some(name), threads));
         if let Some(events) = events {
             cmd.arg("--events").arg(events);
         }
-        cmd.env("RUST_LOG", "info")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
+        cmd.stdout(Stdio::null())
             .stderr(log_file(&log)?)
             .kill_on_drop(true);
         let child = cmd
@@ -302,12 +227,7 @@ impl WorkerProc {
 }
 
 async fn terminate(child: &mut Child, pid: u32, grace: Duration) -> Option<ExitStatus> {
-    if pid > 0 {
-        // SAFETY: kill(2) on our own child's pid.
-        unsafe {
-            libc::kill(pid as i32, libc::SIGTERM);
-        }
-    }
+    sigterm(pid);
     match tokio::time::timeout(grace, child.wait()).await {
         Ok(Ok(status)) => Some(status),
         _ => {
@@ -316,14 +236,4 @@ async fn terminate(child: &mut Child, pid: u32, grace: Duration) -> Option<ExitS
             None
         }
     }
-}
-
-/// The last `bytes` bytes of a log file (for error messages).
-pub fn tail_of(path: &Path, bytes: usize) -> String {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    let start = text.len().saturating_sub(bytes);
-    let start = (start..text.len())
-        .find(|&i| text.is_char_boundary(i))
-        .unwrap_or(text.len());
-    text[start..].to_string()
 }

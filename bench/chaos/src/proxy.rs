@@ -354,29 +354,7 @@ async fn pump(
 mod tests {
     use super::*;
 
-    async fn echo_server() -> SocketAddr {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move {
-            loop {
-                let (mut socket, _) = listener.accept().await.unwrap();
-                tokio::spawn(async move {
-                    let mut buf = [0u8; 1024];
-                    loop {
-                        match socket.read(&mut buf).await {
-                            Ok(0) | Err(_) => return,
-                            Ok(n) => {
-                                if socket.write_all(&buf[..n]).await.is_err() {
-                                    return;
-                                }
-                            }
-                        }
-                    }
-                });
-            }
-        });
-        addr
-    }
+    use grind_kit::net::echo_server;
 
     async fn round_trip(stream: &mut TcpStream, text: &[u8]) -> std::io::Result<Vec<u8>> {
         stream.write_all(text).await?;

@@ -16,11 +16,12 @@ use crate::floors::{self, Scale};
 use crate::invariants::{self, AdminView, RunFacts};
 use crate::logs;
 use crate::observe::{self, Observer};
-use crate::procs::{Binaries, CoordinatorSettings};
+use crate::procs::CoordinatorSettings;
 use crate::report::{RunReport, StoreFigures};
-use crate::rng::Rng;
+use crate::rng;
 use crate::workload::{self, Ledger, WorkloadSettings};
 use crate::ChaosError;
+use grind_kit::binaries::Binaries;
 
 /// Everything a run needs.
 #[derive(Clone, Debug)]
@@ -63,7 +64,7 @@ pub async fn run(settings: RunSettings) -> Result<RunReport, ChaosError> {
         })
         .await?,
     );
-    let root = Rng::new(settings.seed);
+    let root = rng::seeded(settings.seed);
 
     // Watch the store and the processes while the run goes on.
     let stop = Arc::new(AtomicBool::new(false));
@@ -93,7 +94,7 @@ pub async fn run(settings: RunSettings) -> Result<RunReport, ChaosError> {
     };
 
     let plan = faults::plan(
-        &mut root.fork(1),
+        &mut rng::fork(&root, 1),
         settings.window,
         settings.workers,
         settings.mean_gap,
@@ -105,7 +106,7 @@ pub async fn run(settings: RunSettings) -> Result<RunReport, ChaosError> {
     let workload = tokio::spawn(workload::run(
         cluster.clone(),
         ledger.clone(),
-        root.fork(2),
+        rng::fork(&root, 2),
         settings.workload,
         window_start + settings.window,
         window_start + settings.window + settings.drain,

@@ -1,5 +1,5 @@
 //! The campaigns a chaos run keeps going, each with its answer known in advance from
-//! [`crate::answers`]: `primes` ranges (units stretched with `min_unit_ms` so leases stay open
+//! [`grind_kit::reference`]: `primes` ranges (units stretched with `min_unit_ms` so leases stay open
 //! while faults land), `nimsquare` for small N, and `topswops` exact for small n.
 //!
 //! Campaigns are created through the Admin API under unique names, so a creation whose
@@ -15,9 +15,9 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tonic::transport::Channel;
 
-use crate::answers;
 use crate::cluster::Cluster;
-use crate::rng::Rng;
+use crate::rng::{Random, Rng};
+use grind_kit::reference;
 
 /// The answer a campaign must end with.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -71,32 +71,32 @@ pub fn next_spec(rng: &mut Rng, seq: u64, settings: &WorkloadSettings) -> Spec {
     let name = format!("chaos-{seq}");
     match rng.weighted(&[5.0, 2.0, 2.0]).unwrap_or(0) {
         0 => {
-            let unit = rng.range(2, 20) * 10_000;
-            let units = rng.range(6, 24);
-            let from = rng.range(0, 400) * 10_000;
-            let to = from + unit * units - rng.range(0, unit / 2);
-            let min_unit_ms = rng.range(settings.unit_ms.0, settings.unit_ms.1);
+            let unit = rng.range_inclusive(2, 20) * 10_000;
+            let units = rng.range_inclusive(6, 24);
+            let from = rng.range_inclusive(0, 400) * 10_000;
+            let to = from + unit * units - rng.range_inclusive(0, unit / 2);
+            let min_unit_ms = rng.range_inclusive(settings.unit_ms.0, settings.unit_ms.1);
             let verify_rate = *rng.pick(&[0.0, 0.3, 1.0]).unwrap_or(&1.0);
             Spec {
                 name,
                 problem: "primes",
                 params: json!({"from": from, "to": to, "unit": unit, "min_unit_ms": min_unit_ms}),
                 verify_rate,
-                expected: Expected::Count(answers::primes_between(from, to)),
+                expected: Expected::Count(reference::primes_between(from, to)),
             }
         }
         1 => {
-            let n = rng.range(10, 160);
+            let n = rng.range_inclusive(10, 160);
             Spec {
                 name,
                 problem: "nimsquare",
                 params: json!({"n": n}),
                 verify_rate: *rng.pick(&[0.5, 1.0]).unwrap_or(&1.0),
-                expected: Expected::Count(answers::nimsquare_losing(n)),
+                expected: Expected::Count(reference::nimsquare_losing(n)),
             }
         }
         _ => {
-            let n = rng.range(5, u64::from(settings.topswops_max_n.max(5))) as u8;
+            let n = rng.range_inclusive(5, u64::from(settings.topswops_max_n.max(5))) as u8;
             Spec {
                 name,
                 problem: "topswops",
@@ -104,7 +104,7 @@ pub fn next_spec(rng: &mut Rng, seq: u64, settings: &WorkloadSettings) -> Spec {
                 // Search units are replicated like counts (a second run from the beginning
                 // on another worker).
                 verify_rate: *rng.pick(&[0.0, 0.5, 1.0]).unwrap_or(&0.0),
-                expected: Expected::Max(answers::topswops_max(n) as i64),
+                expected: Expected::Max(reference::topswops_max(n) as i64),
             }
         }
     }
@@ -264,7 +264,7 @@ pub async fn run(
         }
         if creating && !failed && ledger.unfinished().len() < settings.concurrent {
             if next.is_none() {
-                let mut draw = rng.clone();
+                let mut draw = rng;
                 let drawn = tokio::task::spawn_blocking(move || {
                     let spec = next_spec(&mut draw, seq, &settings);
                     (spec, draw)
@@ -313,8 +313,8 @@ mod tests {
             concurrent: 2,
             unit_ms: (50, 100),
         };
-        let mut a = Rng::new(11);
-        let mut b = Rng::new(11);
+        let mut a = crate::rng::seeded(11);
+        let mut b = crate::rng::seeded(11);
         let mut problems = std::collections::BTreeSet::new();
         for seq in 0..30 {
             let x = next_spec(&mut a, seq, &settings);

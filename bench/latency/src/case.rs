@@ -4,11 +4,13 @@
 //! Afterwards the store is read: the busy fraction from the results' wall times, and the
 //! chaos crate's store invariants plus the campaign's answer against a plain sieve.
 
-use grind_chaos::answers;
 use grind_chaos::invariants::{self, StoreExpectations, Verdict};
 use grind_chaos::observe;
-use grind_chaos::procs::{Binaries, CoordinatorProc, CoordinatorSettings, WorkerProc};
+use grind_chaos::procs::{CoordinatorProc, CoordinatorSettings, WorkerProc};
 use grind_chaos::proxy::{Mode, Proxy};
+use grind_kit::binaries::Binaries;
+use grind_kit::reference;
+use grind_kit::waiting::poll_until;
 use grind_proto::v1 as pb;
 use grind_proto::v1::admin_client::AdminClient;
 use rusqlite::Connection;
@@ -235,20 +237,23 @@ async fn wait_for_workers(
     workers: usize,
     deadline: Instant,
 ) -> Result<(), LatencyError> {
-    loop {
-        let registered: i64 = observe::open_read_only(db)
+    let registered = std::cell::Cell::new(0i64);
+    let count = || {
+        let count: i64 = observe::open_read_only(db)
             .and_then(|conn| conn.query_row("SELECT count(*) FROM workers", [], |r| r.get(0)))
             .unwrap_or(0);
-        if registered >= workers as i64 {
-            return Ok(());
-        }
-        if Instant::now() >= deadline {
-            return Err(LatencyError::Setup(format!(
-                "only {registered} of {workers} workers registered in time"
-            )));
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+        registered.set(count);
+        std::future::ready((count >= workers as i64).then_some(()))
+    };
+    let patience = deadline.saturating_duration_since(Instant::now());
+    poll_until("the workers", patience, count)
+        .await
+        .map_err(|_| {
+            LatencyError::Setup(format!(
+                "only {} of {workers} workers registered in time",
+                registered.get()
+            ))
+        })
 }
 
 /// Reads the figures and checks the invariants in the stopped cluster's database.
@@ -301,7 +306,7 @@ fn measure(
     let steady = last_grant_ms.map_or(0.0, |last| {
         steady_fraction(settings, &runs, &first_grants, last)
     });
-    let expected = answers::primes_between(0, settings.units * settings.unit_numbers).to_string();
+    let expected = reference::primes_between(0, settings.units * settings.unit_numbers).to_string();
     let mut verdict = Verdict::default();
     invariants::check_store(&mut conn, StoreExpectations { honest: true }, &mut verdict);
     check_counted_once(&conn, campaign_id, settings.units, &mut verdict)?;

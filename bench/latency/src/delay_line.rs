@@ -115,23 +115,7 @@ async fn direction(mut src: OwnedReadHalf, mut dst: OwnedWriteHalf, one_way: Dur
 mod tests {
     use super::*;
 
-    async fn echo_server() -> SocketAddr {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move {
-            while let Ok((mut socket, _)) = listener.accept().await {
-                tokio::spawn(async move {
-                    let mut buf = [0u8; 1024];
-                    while let Ok(n) = socket.read(&mut buf).await {
-                        if n == 0 || socket.write_all(&buf[..n]).await.is_err() {
-                            return;
-                        }
-                    }
-                });
-            }
-        });
-        addr
-    }
+    use grind_kit::net::echo_server;
 
     #[tokio::test]
     async fn a_round_trip_takes_twice_the_delay_and_bursts_overlap() {

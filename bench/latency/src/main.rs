@@ -6,7 +6,8 @@
 
 use anyhow::{bail, Context, Result};
 use clap::Parser;
-use grind_chaos::procs::Binaries;
+use grind_kit::binaries::Binaries;
+use grind_kit::launch::work_dir;
 use grind_latency::case::{self, CaseReport, CaseSettings};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -88,8 +89,9 @@ fn main_with(args: Args) -> Result<bool> {
     if !(0.0..=600.0).contains(&args.resets_per_minute) {
         bail!("--resets-per-minute must be between 0 and 600");
     }
-    let binaries = Binaries::locate(args.grind_bin.clone(), args.worker_bin.clone())?;
-    let (root, temporary) = grind_chaos::procs::work_dir(args.out.as_deref(), "grind-latency-")
+    let binaries =
+        Binaries::locate(args.grind_bin.clone(), args.worker_bin.clone()).context("setup")?;
+    let (root, temporary) = work_dir(args.out.as_deref(), "grind-latency-")
         .context("cannot create a temporary directory")?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

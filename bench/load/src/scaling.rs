@@ -6,10 +6,12 @@
 //! critical-path bound (the longest unit) and the coordinator's per-unit round trips say what
 //! limits it.
 
+use grind_kit::rpc::register_with_retries;
 use grind_proto::v1 as pb;
 use grind_proto::v1::admin_client::AdminClient;
 use grind_proto::v1::worker_client::WorkerClient;
 use grind_shared::problems::primes::{base_primes, count_primes_in, isqrt};
+use grind_shared::rng::{Random, SplitMix64};
 use serde::Serialize;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -57,16 +59,9 @@ pub fn scaled(times: &[f64], mean: f64) -> Vec<f64> {
 
 /// `n` durations drawn with replacement from `times` (seeded: the same seed, the same draw).
 pub fn draw(times: &[f64], n: usize, seed: u64) -> Vec<f64> {
-    let mut state = seed;
+    let mut rng = SplitMix64::new(seed);
     (0..n)
-        .map(|_| {
-            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = state;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^= z >> 31;
-            times[(z % times.len() as u64) as usize]
-        })
+        .map(|_| times[rng.modulo(times.len() as u64) as usize])
         .collect()
 }
 
@@ -245,21 +240,15 @@ pub async fn simulate(
 }
 
 async fn register(mut client: WorkerClient<Channel>, index: usize) -> Option<i64> {
-    for attempt in 1..=50u64 {
-        let request = pb::RegisterRequest {
-            name: format!("scaling-{index}"),
-            host: "grind-scaling".into(),
-            cores: 1,
-            version: grind_shared::VERSION.into(),
-            git_commit: String::new(),
-            previous_worker_id: 0,
-        };
-        match client.register(request).await {
-            Ok(reply) => return Some(reply.into_inner().worker_id),
-            Err(_) => tokio::time::sleep(Duration::from_millis(20 * attempt.min(10))).await,
-        }
-    }
-    None
+    let request = pb::RegisterRequest {
+        name: format!("scaling-{index}"),
+        host: "grind-scaling".into(),
+        cores: 1,
+        version: grind_shared::VERSION.into(),
+        git_commit: String::new(),
+        previous_worker_id: 0,
+    };
+    register_with_retries(&mut client, request, 50, Duration::from_millis(20), |_| {}).await
 }
 
 /// One worker's loop: lease, hold the unit for its duration (heartbeating), complete.
@@ -386,6 +375,12 @@ mod tests {
         assert_eq!(a, draw(&times, 100, 7));
         assert!(a.iter().all(|t| *t == 1.0 || *t == 3.0));
         assert!(a.contains(&1.0) && a.contains(&3.0));
+        // As the hand-written generator drew them before `grind_shared::rng` (commit ef890e3).
+        let table: Vec<f64> = (0..10).map(f64::from).collect();
+        assert_eq!(
+            draw(&table, 8, 99),
+            [3.0, 4.0, 7.0, 7.0, 6.0, 9.0, 5.0, 5.0]
+        );
         assert!(parse_unit_times("x").is_err());
         assert!(parse_unit_times("").is_err());
         assert!(parse_unit_times("-1").is_err());

@@ -4,6 +4,7 @@
 //! ([`Shared::with_hold`]) a worker keeps each unit that long before completing it, as if it
 //! computed, and heartbeats on its own schedule meanwhile (the realistic cycle of a worker).
 
+use grind_kit::rpc::register_with_retries;
 use grind_proto::v1 as pb;
 use grind_proto::v1::worker_client::WorkerClient;
 use grind_shared::problem::codec;
@@ -244,24 +245,18 @@ async fn register(
     tally: &mut Tally,
 ) -> Option<i64> {
     // Ramped-up workers may still meet the per-address registration limit: keep trying.
-    for attempt in 1..=30u32 {
-        let request = pb::RegisterRequest {
-            name: format!("loadgen-{index}"),
-            host: "grind-loadgen".into(),
-            cores: 1,
-            version: grind_shared::VERSION.into(),
-            git_commit: String::new(),
-            previous_worker_id: 0,
-        };
-        match client.register(request).await {
-            Ok(reply) => return Some(reply.into_inner().worker_id),
-            Err(status) => {
-                tally.error("register", status);
-                tokio::time::sleep(ERROR_BACKOFF * attempt.min(10)).await;
-            }
-        }
-    }
-    None
+    let request = pb::RegisterRequest {
+        name: format!("loadgen-{index}"),
+        host: "grind-loadgen".into(),
+        cores: 1,
+        version: grind_shared::VERSION.into(),
+        git_commit: String::new(),
+        previous_worker_id: 0,
+    };
+    register_with_retries(client, request, 30, ERROR_BACKOFF, |status| {
+        tally.error("register", status)
+    })
+    .await
 }
 
 async fn work_on(

@@ -5,7 +5,9 @@
 //! By job: `processes` (spawning and killing), `cluster` (the usual setup: a coordinator on
 //! a temporary database with its admin client and workers), `rpc` (clients, and a raw
 //! worker played call by call), `campaigns` (campaign calls and checks), `waiting`
-//! (polling with timeouts), `reference` (independent answers), `http` (the web UI).
+//! (polling with timeouts), `http` (the web UI). The parts benchmarks need as well (process
+//! command lines, condition polling, connections with retries, reference answers) are in
+//! `grind-kit`.
 
 // Each test file uses a part of the harness.
 #![allow(dead_code, unused_imports)]
@@ -14,13 +16,12 @@ pub mod campaigns;
 pub mod cluster;
 pub mod http;
 pub mod processes;
-pub mod reference;
 pub mod rpc;
 pub mod waiting;
 
 pub use campaigns::*;
 pub use cluster::*;
+pub use grind_kit::reference::{primes_between, primes_in, primes_unit, topswops_flips};
 pub use processes::*;
-pub use reference::*;
 pub use rpc::*;
 pub use waiting::*;

@@ -1,6 +1,7 @@
 //! The processes under test: `grind serve` and `grind-worker` spawned on loopback with their
 //! stderr collected, killed when dropped.
 
+use grind_kit::launch::{listening_addr, serve_command, sigterm, worker_command};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -40,13 +41,7 @@ pub fn create_token(db: &Path, admin: bool) -> String {
 
 /// Path of the `grind-worker` binary (built beside `grind` by `cargo test --workspace`).
 pub fn worker_bin() -> PathBuf {
-    let path = grind_bin().with_file_name("grind-worker");
-    assert!(
-        path.exists(),
-        "{} is missing: run the tests with `cargo test --workspace` (or `cargo build --workspace` first)",
-        path.display()
-    );
-    path
+    grind_kit::binaries::find(None, "grind-worker").unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// A child process whose stderr is collected, killed when dropped.
@@ -94,10 +89,7 @@ impl Proc {
 
     /// Sends SIGTERM.
     pub fn terminate(&self) {
-        // SAFETY: plain kill(2) on our own child's pid.
-        unsafe {
-            libc::kill(self.child.id() as i32, libc::SIGTERM);
-        }
+        sigterm(self.child.id());
     }
 
     /// Waits for exit up to `timeout`; returns the exit status if it exited.
@@ -150,33 +142,16 @@ pub fn start_coordinator(dir: &Path, ttl_ms: u64, extra: &[&str]) -> Coordinator
 
 /// Starts `grind serve` on `listen` with database `db`.
 pub fn start_coordinator_on(db: PathBuf, listen: &str, ttl_ms: u64, extra: &[&str]) -> Coordinator {
-    let mut cmd = Command::new(grind_bin());
-    let heartbeat = (ttl_ms / 5).max(20).to_string();
-    cmd.args(["serve", "--listen", listen, "--db"])
-        .arg(&db)
-        .args([
-            "--lease-ttl-ms",
-            &ttl_ms.to_string(),
-            "--heartbeat-ms",
-            &heartbeat,
-        ])
-        .args(extra);
+    let heartbeat = (ttl_ms / 5).max(20);
+    let mut cmd = serve_command(&grind_bin(), listen, &db, ttl_ms, heartbeat);
+    cmd.args(extra);
     let (proc, stdout) = Proc::spawn(cmd);
     let mut line = String::new();
     BufReader::new(stdout.expect("stdout"))
         .read_line(&mut line)
         .expect("read the listening line");
-    let addr = line
-        .trim()
-        .rsplit(' ')
-        .next()
-        .unwrap_or_default()
-        .to_string();
-    assert!(
-        line.contains("listening on"),
-        "coordinator did not start: {line:?}\n{}",
-        proc.log()
-    );
+    let addr = listening_addr(&line)
+        .unwrap_or_else(|| panic!("coordinator did not start: {line:?}\n{}", proc.log()));
     Coordinator {
         proc,
         url: format!("http://{addr}"),
@@ -187,17 +162,13 @@ pub fn start_coordinator_on(db: PathBuf, listen: &str, ttl_ms: u64, extra: &[&st
 
 /// Starts a `grind-worker` process.
 pub fn start_worker(url: &str, name: &str, threads: usize) -> Proc {
-    let mut cmd = Command::new(worker_bin());
-    cmd.args(["--coordinator", url, "--name", name, "--threads"])
-        .arg(threads.to_string());
-    Proc::spawn(cmd).0
+    Proc::spawn(worker_command(&worker_bin(), url, Some(name), threads)).0
 }
 
 /// Starts a one-thread `grind-worker` process without a name, with extra environment
 /// variables (a token, say).
 pub fn start_worker_with_env(url: &str, env: &[(&str, &str)]) -> Proc {
-    let mut cmd = Command::new(worker_bin());
-    cmd.args(["--coordinator", url, "--threads", "1"]);
+    let mut cmd = worker_command(&worker_bin(), url, None, 1);
     for (k, v) in env {
         cmd.env(k, v);
     }

@@ -1,7 +1,6 @@
 //! gRPC clients: the admin API, and raw worker clients for playing a worker (honest or not)
 //! call by call.
 
-use super::waiting::wait_for;
 use grind_proto::v1 as pb;
 use grind_proto::v1::admin_client::AdminClient;
 use grind_proto::v1::worker_client::WorkerClient;
@@ -29,20 +28,18 @@ impl<T> Transport for T where
 {
 }
 
-/// An admin client.
+/// An admin client (retried until the coordinator answers, up to 20 s).
 pub async fn admin(url: &str) -> AdminClient<Channel> {
-    wait_for("the admin API", Duration::from_secs(20), || async {
-        AdminClient::connect(url.to_string()).await.ok()
-    })
-    .await
+    grind_kit::rpc::admin(url, Duration::from_secs(20))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// A raw worker client (to play a worker, honest or not).
+/// A raw worker client (to play a worker, honest or not; retried up to 20 s).
 pub async fn raw_worker(url: &str) -> WorkerClient<Channel> {
-    wait_for("the worker API", Duration::from_secs(20), || async {
-        WorkerClient::connect(url.to_string()).await.ok()
-    })
-    .await
+    grind_kit::rpc::worker(url, Duration::from_secs(20))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Registers a raw worker and returns its id.
@@ -251,14 +248,9 @@ pub async fn health(channel: Channel, service: &str) -> Result<i32, Status> {
     Ok(reply.into_inner().status)
 }
 
-/// A plain channel to `url`, once the server answers.
+/// A plain channel to `url`, once the server answers (up to 60 s).
 pub async fn channel(url: &str) -> Channel {
-    wait_for("the server", Duration::from_secs(60), || async {
-        Channel::from_shared(url.to_string())
-            .expect("a valid URL")
-            .connect()
-            .await
-            .ok()
-    })
-    .await
+    grind_kit::rpc::channel(url, Duration::from_secs(60))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
 }

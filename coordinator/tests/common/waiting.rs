@@ -1,28 +1,22 @@
 //! Waiting on conditions: poll with a timeout, never a fixed sleep.
 
 use super::rpc::{try_show, Transport};
+use grind_kit::waiting::poll_until;
 use grind_proto::v1 as pb;
 use grind_proto::v1::admin_client::AdminClient;
+use std::cell::RefCell;
 use std::future::Future;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Polls `check` every 50 ms until it returns `Some`, or panics after `timeout` naming `what`.
-pub async fn wait_for<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> T
+pub async fn wait_for<T, F, Fut>(what: &str, timeout: Duration, check: F) -> T
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Option<T>>,
 {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(value) = check().await {
-            return value;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out after {timeout:?} waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    poll_until(what, timeout, check)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Polls a campaign's status until `until` holds, returning that status; a timeout's panic
@@ -34,22 +28,18 @@ pub async fn wait_campaign<T: Transport>(
     timeout: Duration,
     until: &(dyn Fn(&pb::CampaignStatus) -> bool + Sync),
 ) -> pb::CampaignStatus {
-    let deadline = Instant::now() + timeout;
-    let mut last = None;
-    loop {
+    let last = RefCell::new(None);
+    let seen = poll_until(what, timeout, || async {
         let mut client = admin.clone();
-        if let Ok(c) = try_show(&mut client, campaign).await {
-            if until(&c) {
-                return c;
-            }
-            last = Some(c);
+        let c = try_show(&mut client, campaign).await.ok()?;
+        if until(&c) {
+            return Some(c);
         }
-        assert!(
-            Instant::now() < deadline,
-            "timed out after {timeout:?} waiting for {what}; last status: {last:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+        *last.borrow_mut() = Some(c);
+        None
+    })
+    .await;
+    seen.unwrap_or_else(|e| panic!("{e}; last status: {:?}", last.into_inner()))
 }
 
 /// Waits until the campaign has left the running state, returning its final status.

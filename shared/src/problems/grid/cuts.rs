@@ -134,6 +134,7 @@ impl Support {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rng::Random;
 
     #[test]
     fn finds_the_light_cut_of_two_triangles() {
@@ -154,7 +155,7 @@ mod tests {
 
     #[test]
     fn minimum_cut_matches_brute_force() {
-        let mut rng = super::super::instance::SplitMix64::new(7);
+        let mut rng = crate::rng::SplitMix64::new(7);
         for _ in 0..50 {
             let size = 2 + (rng.next_u64() % 7) as usize;
             let mut g = Support::new(size);

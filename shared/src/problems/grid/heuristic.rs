@@ -3,7 +3,7 @@
 //! Iterated local search: 2-opt and Or-opt moves to a local optimum, double-bridge kicks.
 
 use super::closure::Closure;
-use super::instance::SplitMix64;
+use crate::rng::{Random, SplitMix64};
 
 /// Span of a double-bridge kick (positions along the tour).
 const KICK_WINDOW: usize = 30;

@@ -5,6 +5,7 @@
 //! n-1 lines of n integers (`V[r][c]` joins (r,c)-(r+1,c)). City index is `r*n + c`.
 
 use crate::problem::ProblemError;
+use crate::rng::{Random, SplitMix64};
 
 /// Largest side accepted (the heuristic keeps an n^2 x n^2 distance matrix).
 pub const MAX_SIDE: usize = 32;
@@ -34,26 +35,6 @@ pub struct Instance {
     bridges: Vec<Bridge>,
     /// For each city, its (neighbour, bridge index) pairs.
     adjacency: Vec<Vec<(usize, usize)>>,
-}
-
-/// The splitmix64 generator of issue 6.
-#[derive(Clone, Debug)]
-pub struct SplitMix64 {
-    state: u64,
-}
-
-impl SplitMix64 {
-    /// A generator with state `seed`.
-    pub fn new(seed: u64) -> Self {
-        SplitMix64 { state: seed }
-    }
-
-    /// The next 64-bit output.
-    pub fn next_u64(&mut self) -> u64 {
-        let out = crate::rng::splitmix64(self.state);
-        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        out
-    }
 }
 
 fn invalid(why: String) -> ProblemError {
@@ -245,13 +226,6 @@ impl Instance {
 mod tests {
     use super::*;
     use proptest::prelude::*;
-
-    #[test]
-    fn splitmix_matches_the_issue() {
-        let mut rng = SplitMix64::new(1234567);
-        assert_eq!(rng.next_u64(), 6457827717110365317);
-        assert_eq!(rng.next_u64(), 3203168211198807973);
-    }
 
     #[test]
     fn parses_the_trap_and_indexes_bridges() {

@@ -14,7 +14,7 @@
 //!   expansion units: each unit is a tree, its result is the tree's neighbours, granted best
 //!   first. A heuristic: it cannot see walks whose bridges contain a cycle.
 //!
-//! One job per file: [`instance`] (file format, splitmix64 generator, bridge lists), [`verify`]
+//! One job per file: [`instance`] (file format, generated instances, bridge lists), [`verify`]
 //! (walk replay: adjacency, coverage, recomputed cost), [`closure`] (all-pairs shortest paths),
 //! [`heuristic`] (iterated 2-opt/Or-opt on the closure plus a dummy city: the first incumbent),
 //! [`exact`] (branch-and-cut), [`cuts`] (support graph components and Stoer-Wagner minimum cuts),

@@ -3,6 +3,7 @@
 use super::*;
 use crate::problem::LocalContext;
 use crate::registry::lookup;
+use crate::rng::Random;
 use serde_json::json;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -99,7 +100,7 @@ fn exact_matches_brute_force_on_random_small_grids() {
 #[test]
 fn exact_matches_brute_force_on_lopsided_grids() {
     for seed in 0..12u64 {
-        let mut rng = instance::SplitMix64::new(seed);
+        let mut rng = crate::rng::SplitMix64::new(seed);
         let n = 3 + (seed % 2) as usize;
         let mut draw = |count: usize| -> Vec<u32> {
             (0..count)

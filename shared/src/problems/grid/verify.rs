@@ -98,6 +98,7 @@ pub fn score(grid: &Instance, solution: &Value) -> Result<u64, ProblemError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rng::Random;
     use proptest::prelude::*;
 
     fn trap() -> Instance {
@@ -162,7 +163,7 @@ mod tests {
         #[test]
         fn random_legal_walks_are_scored_exactly(seed: u64, steps in 0usize..200) {
             let grid = Instance::generate(3, seed).unwrap();
-            let mut rng = super::super::instance::SplitMix64::new(seed);
+            let mut rng = crate::rng::SplitMix64::new(seed);
             let mut walk = vec![0usize];
             let mut expected = 0u64;
             for _ in 0..steps {

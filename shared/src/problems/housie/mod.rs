@@ -41,7 +41,6 @@ use book::Book;
 use counting::{Numbering, TicketDp};
 use patterns::PatternTable;
 use render::Format;
-use rng::Rng;
 use sampler::{Sampler, Scratch};
 
 /// Most books one campaign may draw. The export renders every book into one string in
@@ -262,7 +261,7 @@ impl Housie {
         }
         let sampler = Sampler::standard()?;
         let game = sampler.table().game();
-        let mut rng = Rng::for_unit(self.params.seed, index);
+        let mut rng = rng::for_unit(self.params.seed, index);
         let mut book = Book::blank(game);
         let mut scratch = Scratch::default();
         let mut samples = Vec::with_capacity(books as usize);

@@ -38,6 +38,7 @@ use super::counting::{factored_weights, feasible, sorted, Numbering};
 use super::patterns::{pack, Counts, Pattern, PatternTable, MAX_COLUMNS, MAX_ROWS, MAX_TICKETS};
 use super::rng::Rng;
 use crate::problem::ProblemError;
+use crate::rng::Random;
 
 /// What the sampler is uniform over.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

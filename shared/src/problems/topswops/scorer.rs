@@ -532,20 +532,12 @@ impl HeadState {
 mod tests {
     use super::*;
     use crate::problems::topswops::replay::replay_flips;
+    use crate::rng::{Random, SplitMix64};
     use proptest::prelude::*;
 
     fn shuffled(n: usize, seed: u64) -> Vec<Card> {
         let mut deck: Vec<Card> = (1..=n as Card).collect();
-        let mut state = seed
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        for i in (1..n).rev() {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            let j = ((state >> 33) % (i as u64 + 1)) as usize;
-            deck.swap(i, j);
-        }
+        SplitMix64::new(seed).shuffle(&mut deck);
         deck
     }
 

@@ -100,6 +100,7 @@ mod tests {
     use super::*;
     use crate::problems::topswops::heads::to_deck;
     use crate::problems::topswops::replay::replay_flips;
+    use crate::rng::Random;
     use proptest::prelude::*;
 
     /// Flips of `heads` followed by 1 and the unused values, by building the deck and
@@ -119,10 +120,10 @@ mod tests {
             seed in any::<u64>(),
         ) {
             // A random sequence of some of 2..=n as the heads before 1.
-            let mut rng = Rng(seed);
+            let mut rng = Rng::new(seed);
             let mut values: Vec<Card> = (2..=n as Card).collect();
             for i in (1..values.len()).rev() {
-                values.swap(i, rng.below(i + 1));
+                values.swap(i, rng.quick_index(i + 1));
             }
             values.truncate(((n - 1) as f64 * used) as usize);
             let mut climber = Climber::new(Kernel::detect(), n, &values).unwrap();
@@ -133,7 +134,7 @@ mod tests {
                 let mut moved = climber.heads().to_vec();
                 mv.apply(&mut moved);
                 // Sometimes accept a loss of up to 3 flips.
-                let floor = before.saturating_sub(rng.below(2) as u64 * 3);
+                let floor = before.saturating_sub(rng.quick_index(2) as u64 * 3);
                 let scored = climber.try_move(&mv, floor);
                 prop_assert_eq!(scored, replayed(n, &moved), "{:?}", mv);
                 if scored >= floor {

@@ -17,6 +17,7 @@ use super::{solution, Heuristic, Run, Unit};
 use crate::problem::{ProblemError, Scored, SolveContext, UnitOutcome};
 use crate::problems::topswops::heads::{to_deck, visited};
 use crate::problems::topswops::scorer::Card;
+use crate::rng::Random;
 use std::time::Instant;
 
 /// The state of a climb between moves.
@@ -47,14 +48,15 @@ impl Heuristic {
         let start = Climber::new(self.kernel, self.n, moving).map_err(|e| bad(&e))?;
         let start_flips = start.flips();
         // The starting temperature: its own generator, so it does not shift the moves.
-        let mut draw = Rng(!unit.seed);
+        let mut draw = Rng::new(!unit.seed);
         let hottest = start_flips as f64 / movable as f64
             * (unit.to as f64 / (100.0 * movable as f64)).min(1.0);
-        let hot = hottest * 10f64.powf(-2.0 * draw.below(1 << 20) as f64 / f64::from(1 << 20));
+        let hot =
+            hottest * 10f64.powf(-2.0 * draw.quick_index(1 << 20) as f64 / f64::from(1 << 20));
         let mut climb = match ctx.resume_cursor() {
             None => Climb {
                 done: 0,
-                rng: Rng(unit.seed),
+                rng: Rng::new(unit.seed),
                 climber: start,
                 best: None,
             },
@@ -71,7 +73,7 @@ impl Heuristic {
             let mv = Move::random(&mut climb.rng, movable).ok_or_else(|| bad("no move"))?;
             // Keep the move if it loses at most T * ln(1/u) flips (u uniform in (0, 1]).
             let temperature = hot * (1.0 - climb.done as f64 / unit.to as f64);
-            let u = (climb.rng.below(1 << 30) + 1) as f64 / f64::from(1 << 30);
+            let u = (climb.rng.quick_index(1 << 30) + 1) as f64 / f64::from(1 << 30);
             let slack = (temperature * -u.ln()) as u64;
             let floor = climb.climber.flips().saturating_sub(slack);
             let flips = climb.climber.try_move(&mv, floor);
@@ -97,7 +99,7 @@ impl Heuristic {
     fn encode_climb(&self, climb: &Climb) -> Vec<u8> {
         let mut w = Writer::default();
         w.varint(climb.done);
-        w.varint(climb.rng.0);
+        w.varint(climb.rng.state());
         w.heads(self.n, climb.climber.heads());
         w.heads(self.n, climb.best.as_ref().map_or(&[][..], |(_, h)| h));
         w.0
@@ -114,7 +116,7 @@ impl Heuristic {
     ) -> Result<Climb, ProblemError> {
         let mut r = Reader::new(bytes, "climb checkpoint");
         let done = r.bounded(unit.to, "moves done")?;
-        let rng = Rng(r.varint()?);
+        let rng = Rng::new(r.varint()?);
         let current = r.heads(self.n)?;
         let best = r.heads(self.n)?;
         let mut sorted = moving.to_vec();

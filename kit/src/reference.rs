@@ -1,6 +1,9 @@
-//! Reference answers computed inside the harness, independently of grind's solvers: a plain
-//! sieve of Eratosthenes for `primes`, the Grundy recurrence and a triple loop for
-//! `nimsquare`, and every permutation of the deck for `topswops`.
+//! Reference answers computed the plain way, independently of grind's solvers (never by
+//! the code under test): a plain sieve of Eratosthenes for `primes`, the Grundy recurrence
+//! and a triple loop for `nimsquare`, replay and every permutation of the deck for
+//! `topswops`.
+
+use grind_proto::v1 as pb;
 
 /// Primes `p` with `lo <= p < hi`, by a plain sieve of Eratosthenes over `[0, hi)`.
 pub fn primes_between(lo: u64, hi: u64) -> u64 {
@@ -21,6 +24,20 @@ pub fn primes_between(lo: u64, hi: u64) -> u64 {
         i += 1;
     }
     (lo.max(2) as usize..n).filter(|&k| !composite[k]).count() as u64
+}
+
+/// Decodes a `primes` unit payload (two little-endian u64: start, end); `None` when it is
+/// shorter than 16 bytes.
+pub fn primes_unit(payload: &[u8]) -> Option<(u64, u64)> {
+    let start = u64::from_le_bytes(payload.get(0..8)?.try_into().ok()?);
+    let end = u64::from_le_bytes(payload.get(8..16)?.try_into().ok()?);
+    Some((start, end))
+}
+
+/// The true count of a leased `primes` unit. Panics when the grant is not one.
+pub fn primes_in(grant: &pb::LeaseGrant) -> u64 {
+    let (lo, hi) = primes_unit(&grant.unit_payload).expect("a primes unit payload");
+    primes_between(lo, hi)
 }
 
 /// Project Euler 310 by brute force: Grundy values of one heap where a move removes a
@@ -51,12 +68,19 @@ pub fn nimsquare_losing(n: u64) -> u64 {
     losing
 }
 
-/// Flips Conway's Topswops takes on `deck` (cards `1..=n`, top first).
-pub fn topswops_flips(deck: &[u8]) -> u64 {
-    let mut deck = deck.to_vec();
+/// Flips Conway's Topswops takes on `deck` (cards `1..=n`, top first), by plain replay.
+/// Panics on a card that is not an index.
+pub fn topswops_flips<T: Copy + TryInto<usize>>(deck: &[T]) -> u64 {
+    let mut deck: Vec<usize> = deck
+        .iter()
+        .map(|&card| {
+            card.try_into()
+                .unwrap_or_else(|_| panic!("card out of range"))
+        })
+        .collect();
     let mut flips = 0;
     while deck[0] != 1 {
-        let k = deck[0] as usize;
+        let k = deck[0];
         deck[..k].reverse();
         flips += 1;
     }
@@ -146,5 +170,14 @@ mod tests {
         let deck = topswops_deck_with(6, 9).unwrap();
         assert_eq!(topswops_flips(&deck), 9);
         assert_eq!(topswops_deck_with(6, 11), None);
+        assert_eq!(topswops_flips(&[3u64, 1, 4, 5, 2]), 7);
+    }
+
+    #[test]
+    fn primes_units_decode() {
+        let mut payload = 100u64.to_le_bytes().to_vec();
+        payload.extend(200u64.to_le_bytes());
+        assert_eq!(primes_unit(&payload), Some((100, 200)));
+        assert_eq!(primes_unit(&payload[..15]), None);
     }
 }

@@ -1,20 +1,22 @@
-//! The "database unwritable" fault, without root: the coordinator's soft `RLIMIT_FSIZE` is
-//! lowered to 0 with `prlimit(2)` (allowed on one's own processes), so every write(2) to a
-//! regular file — the database, its WAL, its shared-memory index — fails with `EFBIG`, as on
-//! a full disk or a volume gone read-only. The coordinator is started with `SIGXFSZ` ignored
-//! (see [`crate::procs::CoordinatorProc::start`]), so it sees errors instead of dying.
-//! Pipes and sockets are not regular files: logging and the network keep working. Reads
-//! keep working. Healing restores the previous limit.
+//! A "full disk" without root: a running process's soft file-size limit (`RLIMIT_FSIZE`)
+//! set from outside with prlimit(2) (allowed on one's own processes). Lowered to 0, every
+//! write(2) to a regular file (a database, its WAL, its shared-memory index) fails with
+//! `EFBIG`, as on a full disk or a volume gone read-only, provided the process ignores
+//! `SIGXFSZ`. Pipes and sockets are not regular files: logging to them and the network keep
+//! working, and reads keep working. Restoring the previous limit heals it.
 //!
-//! Alternatives that do not work here: `chmod` on the database or its directory does not
-//! affect file descriptors that are already open, and a small tmpfs to fill needs mount
-//! privileges.
+//! Alternatives that do not work here: `chmod` on the file or its directory does not affect
+//! descriptors that are already open, and a small tmpfs to fill needs mount privileges.
 
-use crate::ChaosError;
+use crate::KitError;
 
-/// Sets the soft file-size limit of process `pid`; `None` means unlimited. Returns the soft
-/// limit it replaced.
-pub fn set_file_size_limit(pid: u32, limit: Option<u64>) -> Result<Option<u64>, ChaosError> {
+/// Sets the soft file-size limit of process `pid` (`None`: unlimited; never above the hard
+/// limit, which is kept). Returns the soft limit it replaced.
+pub fn set_file_size_limit(pid: u32, limit: Option<u64>) -> Result<Option<u64>, KitError> {
+    let os = |what: String| KitError::Os {
+        what,
+        source: std::io::Error::last_os_error(),
+    };
     let mut old = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
@@ -29,16 +31,13 @@ pub fn set_file_size_limit(pid: u32, limit: Option<u64>) -> Result<Option<u64>, 
         )
     };
     if read != 0 {
-        return Err(ChaosError::Fault(format!(
-            "cannot read the file-size limit of {pid}: {}",
-            std::io::Error::last_os_error()
-        )));
+        return Err(os(format!("cannot read the file-size limit of {pid}")));
     }
     let new = libc::rlimit {
         rlim_cur: limit.unwrap_or(libc::RLIM_INFINITY).min(old.rlim_max),
         rlim_max: old.rlim_max,
     };
-    // SAFETY: as above, setting the soft limit only (never above the hard limit).
+    // SAFETY: as above; a null old limit only writes.
     let set = unsafe {
         libc::prlimit(
             pid as libc::pid_t,
@@ -48,10 +47,7 @@ pub fn set_file_size_limit(pid: u32, limit: Option<u64>) -> Result<Option<u64>, 
         )
     };
     if set != 0 {
-        return Err(ChaosError::Fault(format!(
-            "cannot set the file-size limit of {pid}: {}",
-            std::io::Error::last_os_error()
-        )));
+        return Err(os(format!("cannot set the file-size limit of {pid}")));
     }
     Ok((old.rlim_cur != libc::RLIM_INFINITY).then_some(old.rlim_cur))
 }
