@@ -171,4 +171,33 @@ mod tests {
         assert_eq!(only_blob(dir.path()), vec!["blob".to_string()]);
         assert_eq!(std::fs::read(dir.path().join("blob")).unwrap(), b"hello");
     }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+        /// However the bytes are cut into messages, the right bytes are stored whole, and
+        /// one changed byte anywhere is refused.
+        #[test]
+        fn any_chunking_stores_the_bytes_and_any_change_is_caught(
+            data in proptest::collection::vec(proptest::prelude::any::<u8>(), 1..5000),
+            cuts in proptest::collection::vec(0usize..5000, 0..12),
+            flip in 0usize..5000,
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c % (data.len() + 1)).collect();
+            cuts.extend([0, data.len()]);
+            cuts.sort_unstable();
+            let parts: Vec<&[u8]> = cuts.windows(2).map(|w| &data[w[0]..w[1]]).collect();
+            sink_with(dir.path(), &data, data.len() as u64, &parts).unwrap();
+            proptest::prop_assert_eq!(std::fs::read(dir.path().join("blob")).unwrap(), data.clone());
+
+            let mut changed = data.clone();
+            changed[flip % data.len()] ^= 0x01;
+            let parts: Vec<&[u8]> = cuts.windows(2).map(|w| &changed[w[0]..w[1]]).collect();
+            let other = tempfile::tempdir().unwrap();
+            let refused = sink_with(other.path(), &data, data.len() as u64, &parts);
+            proptest::prop_assert!(refused.is_err());
+            proptest::prop_assert!(std::fs::read_dir(other.path()).unwrap().next().is_none());
+        }
+    }
 }

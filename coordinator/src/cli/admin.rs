@@ -210,7 +210,8 @@ pub async fn campaign(cmd: CampaignCommand) -> Result<(), CliError> {
                 problem_args::parse_raw::<AddOptions>("grind campaign add", &problem, &args)?;
             if !raw.entry.attachments.is_empty() {
                 let mut bundles = Destination::Remote(attachments::connect(&url).await?);
-                let attached = attachments::attach(raw.entry, &mut raw.raw, &mut bundles).await?;
+                let attached =
+                    attachments::attach(raw.entry.attachments, &mut raw.raw, &mut bundles).await?;
                 attachments::report(&attached);
             }
             let parsed = raw.build()?;

@@ -10,7 +10,6 @@ use grind_exec::bundle::{pack, Digest};
 use grind_proto::v1 as pb;
 use grind_proto::v1::bundles_client::BundlesClient;
 use grind_shared::attachments::is_digest;
-use grind_shared::registry::ProblemEntry;
 use grind_worker::connect::{authenticated, endpoint, Access, AuthChannel};
 use serde_json::Value;
 use std::io::{BufWriter, Read};
@@ -66,16 +65,16 @@ pub async fn connect(url: &CoordinatorUrl) -> Result<BundlesClient<AuthChannel>,
     ))
 }
 
-/// Replaces every attachment path in `raw` (the parameters of `entry` as given) by the
-/// digest of its bundle, storing each bundle at `destination` first. Returns what was
-/// attached (nothing for a problem without attachments).
+/// Replaces every attachment path in `raw` (a problem's parameters as given) under `keys`
+/// (its registry entry's `attachments`) by the digest of its bundle, storing each bundle at
+/// `destination` first. Returns what was attached (nothing when `keys` is empty).
 pub async fn attach(
-    entry: &ProblemEntry,
+    keys: &[&str],
     raw: &mut Value,
     destination: &mut Destination<'_>,
 ) -> Result<Vec<Attached>, CliError> {
     let mut attached = Vec::new();
-    for &key in entry.attachments {
+    for &key in keys {
         let Some(value) = raw.get_mut(key) else {
             continue;
         };

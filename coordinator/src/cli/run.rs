@@ -114,13 +114,17 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
     )
     .map_err(anyhow::Error::from)?;
     StoreBundles::install(bundles.clone());
-    let attached = attachments::attach(raw.entry, &mut raw.raw, &mut Destination::Local(&bundles))
-        .await
-        .inspect_err(|_| {
-            if temporary {
-                remove_database(&db_path);
-            }
-        })?;
+    let attached = attachments::attach(
+        raw.entry.attachments,
+        &mut raw.raw,
+        &mut Destination::Local(&bundles),
+    )
+    .await
+    .inspect_err(|_| {
+        if temporary {
+            remove_database(&db_path);
+        }
+    })?;
     attachments::report(&attached);
     let parsed = raw.build().inspect_err(|_| {
         if temporary {
