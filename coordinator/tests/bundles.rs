@@ -169,6 +169,21 @@ async fn a_bundle_goes_up_once_and_comes_back_verified_and_cached() {
     assert_eq!(listed.lines().count(), 1, "{listed}");
     assert!(listed.contains(&digest), "{listed}");
 
+    // `grind bundle get` brings it back as it was.
+    let got = dir.path().join("got");
+    grind_ok(&[
+        "bundle",
+        "get",
+        "--coordinator",
+        &coord.url,
+        &digest,
+        got.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        std::fs::read(got.join("data/weights.txt")).unwrap(),
+        std::fs::read(tree.join("data/weights.txt")).unwrap()
+    );
+
     // A worker fetches it once, unpacked as it was.
     let cache = dir.path().join("worker-cache");
     let source = worker_source(&coord.url, &cache, None);
@@ -288,6 +303,19 @@ async fn a_worker_refuses_bytes_that_do_not_match_the_digest() {
     let last = bytes.len() - 10;
     bytes[last] ^= 0x20;
     std::fs::write(&blob, &bytes).unwrap();
+
+    let got = dir.path().join("got");
+    let out = Command::new(grind_bin())
+        .args(["bundle", "get", "--coordinator", &coord.url, &digest])
+        .arg(&got)
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && log.contains("digest mismatch"),
+        "{log}"
+    );
+    assert!(!got.exists());
 
     let cache = dir.path().join("worker-cache");
     let source = worker_source(&coord.url, &cache, None);

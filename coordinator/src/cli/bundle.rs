@@ -1,7 +1,10 @@
-//! `grind bundle add PATH` (pack and upload a file or directory, print its digest) and
+//! `grind bundle add PATH` (pack and upload a file or directory, print its digest),
+//! `grind bundle get DIGEST DIR` (fetch, check and unpack one, as a worker does) and
 //! `grind bundle list`.
 
+use grind_exec::bundle::Digest;
 use grind_proto::v1 as pb;
+use grind_worker::bundles::fetch;
 use std::path::PathBuf;
 
 use super::admin::{failed, print_json_lines, CoordinatorUrl};
@@ -18,6 +21,16 @@ pub enum BundleCommand {
         url: CoordinatorUrl,
         /// The file or directory.
         path: PathBuf,
+    },
+    /// Fetch a bundle from the coordinator, check its digest and unpack it into a new
+    /// directory (what a worker does on a cache miss).
+    Get {
+        #[command(flatten)]
+        url: CoordinatorUrl,
+        /// The bundle's digest, `sha256:<hex>`.
+        digest: String,
+        /// The directory to create and unpack into.
+        dir: PathBuf,
     },
     /// List the coordinator's bundles, oldest first.
     List {
@@ -52,6 +65,30 @@ pub async fn bundle(cmd: BundleCommand) -> Result<(), CliError> {
                 sent,
             }]);
             println!("sha256:{}", packed.digest);
+        }
+        BundleCommand::Get { url, digest, dir } => {
+            let digest: Digest = digest
+                .parse()
+                .map_err(|e| CliError::Usage(format!("{e}")))?;
+            if dir.exists() {
+                return Err(CliError::Usage(format!(
+                    "{} exists already: name a new directory",
+                    dir.display()
+                )));
+            }
+            let client = attachments::connect(&url).await?;
+            let runtime = tokio::runtime::Handle::current();
+            let target = dir.clone();
+            // Unpacking blocks: it reads the fetched bytes on a blocking thread.
+            tokio::task::spawn_blocking(move || {
+                let mut reader = fetch::start(&runtime, client, digest);
+                grind_exec::bundle::unpack(&mut reader, &target, &digest)
+                    .map_err(|e| reader.failure.take().unwrap_or_else(|| e.to_string()))
+            })
+            .await
+            .map_err(|e| anyhow::anyhow!("the fetch task failed: {e}"))?
+            .map_err(|e| anyhow::anyhow!("bundle sha256:{digest}: {e}"))?;
+            eprintln!("grind: sha256:{digest} -> {}", dir.display());
         }
         BundleCommand::List { url, json } => {
             let reply = attachments::connect(&url)
