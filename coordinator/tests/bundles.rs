@@ -504,15 +504,36 @@ async fn attachment_paths_become_digests_keeping_their_labels() {
         "{err}"
     );
 
+    // A file changed between its measuring and its upload is refused, and not stored.
+    use grind_coordinator::cli::attachments::{measure, store};
+    let script = dir.path().join("moving.sh");
+    std::fs::write(&script, "echo o 1\n").unwrap();
+    let measured = measure(script.clone()).await.unwrap();
+    std::fs::write(&script, "echo o 2\n").unwrap();
+    let err = store(&mut remote, &measured).await.unwrap_err();
+    assert!(err.to_string().contains("did it change"), "{err}");
+    let stat = bundles_client(&coord.url)
+        .await
+        .stat(pb::BundleRef {
+            digest: format!("sha256:{}", measured.digest),
+        })
+        .await
+        .unwrap();
+    assert!(!stat.into_inner().present);
+
     // `grind run`'s embedded coordinator stores them directly, with the same checks.
     let local_db = dir.path().join("local.db");
-    let store = grind_coordinator::store::Store::open(&local_db).unwrap();
+    let database = grind_coordinator::store::Store::open(&local_db).unwrap();
     let local = grind_coordinator::bundles::BundleStore::open(
         grind_coordinator::bundles::BundleStore::beside(&local_db),
-        store,
+        database,
         1 << 30,
     )
     .unwrap();
+    let err = store(&mut Destination::Local(&local), &measured)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("did it change"), "{err}");
     let mut params = serde_json::json!({"solver": tree.to_str().unwrap()});
     attach(&keys, &mut params, &mut Destination::Local(&local))
         .await

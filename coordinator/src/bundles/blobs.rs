@@ -5,7 +5,7 @@
 use grind_exec::bundle::Digest;
 use sha2::{Digest as _, Sha256};
 use std::fs::File;
-use std::io::Write;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::error::Error;
@@ -19,6 +19,8 @@ pub struct BlobSink {
     received: u64,
     digest: Digest,
     size: u64,
+    /// Why the last write through `io::Write` was refused.
+    refused: Option<Error>,
 }
 
 impl BlobSink {
@@ -34,6 +36,7 @@ impl BlobSink {
             received: 0,
             digest,
             size,
+            refused: None,
         })
     }
 
@@ -90,29 +93,29 @@ impl BlobSink {
     }
 }
 
-/// Copies the file at `source` (a packed bundle) through a [`BlobSink`] into `dest`,
-/// checking it as an upload is checked.
-pub fn ingest_file(
-    source: &Path,
-    incoming: &Path,
-    dest: &Path,
-    digest: Digest,
-    size: u64,
-) -> Result<(), Error> {
-    use std::io::Read;
-    let mut file = File::open(source).map_err(|e| io_error("opening", source, e))?;
-    let mut sink = BlobSink::create(incoming, digest, size)?;
-    let mut buf = vec![0u8; super::CHUNK_BYTES];
-    loop {
-        let n = file
-            .read(&mut buf)
-            .map_err(|e| io_error("reading", source, e))?;
-        if n == 0 {
-            break;
-        }
-        sink.write(&buf[..n])?;
+impl BlobSink {
+    /// The refusal that stopped the last write, if one did (a bundle written through
+    /// [`std::io::Write`] sees only an IO error).
+    pub fn refusal(&mut self) -> Option<Error> {
+        self.refused.take()
     }
-    sink.commit(dest)
+}
+
+impl std::io::Write for BlobSink {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        match BlobSink::write(self, bytes) {
+            Ok(()) => Ok(bytes.len()),
+            Err(e) => {
+                let text = e.to_string();
+                self.refused = Some(e);
+                Err(std::io::Error::other(text))
+            }
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Removes what a stopped coordinator left in the incoming directory (uploads it was

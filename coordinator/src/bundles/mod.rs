@@ -145,9 +145,10 @@ impl BundleStore {
         })
     }
 
-    /// Stores the packed bundle in the file at `source` (for `grind run`'s embedded
-    /// coordinator: the same checks as an upload, no network).
-    pub async fn ingest_file(
+    /// Packs the file or directory at `source` straight into the store as bundle `digest`
+    /// of `size` bytes (for `grind run`'s embedded coordinator: the same checks as an
+    /// upload, no network, no temporary copy).
+    pub async fn ingest_packed(
         &self,
         source: PathBuf,
         digest: Digest,
@@ -157,7 +158,12 @@ impl BundleStore {
         let incoming = self.inner.root.join("incoming");
         let dest = self.blob_path(&digest);
         tokio::task::spawn_blocking(move || {
-            blobs::ingest_file(&source, &incoming, &dest, digest, size)
+            let mut sink = BlobSink::create(&incoming, digest, size)?;
+            grind_exec::bundle::pack(&source, &mut sink).map_err(|e| match sink.refusal() {
+                Some(refused) => refused,
+                None => Error::InvalidArgument(format!("cannot bundle {}: {e}", source.display())),
+            })?;
+            sink.commit(&dest)
         })
         .await
         .map_err(|e| Error::Internal(format!("bundle ingest task failed: {e}")))??;

@@ -1,6 +1,7 @@
 //! Attachments at the command line: for each parameter a problem names in
-//! `ProblemDef::ATTACHMENTS`, the local file or directory given is packed into a bundle,
-//! stored on the coordinator (remote: asked about with `Stat`, sent with `Upload` only when
+//! `ProblemDef::ATTACHMENTS`, the local file or directory given is packed into a bundle
+//! (once to learn its digest, again, streamed, only if it must be sent: no temporary
+//! copy), stored on the coordinator (remote: asked about with `Stat`, sent with `Upload` only when
 //! missing; `grind run`: straight into its embedded coordinator's store) and replaced in
 //! the parameters by its digest `sha256:<hex>`, keeping a `LABEL=` prefix (a platform
 //! triple, say). A value that is already a digest is kept (and must be stored).
@@ -12,7 +13,7 @@ use grind_proto::v1::bundles_client::BundlesClient;
 use grind_shared::attachments::is_digest;
 use grind_worker::connect::{authenticated, endpoint, Access, AuthChannel};
 use serde_json::Value;
-use std::io::{BufWriter, Read};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -154,7 +155,7 @@ async fn attach_one(
             path.display()
         )));
     }
-    let packed = pack_to_temp(path.clone())
+    let packed = measure(path.clone())
         .await
         .map_err(|e| CliError::Usage(format!("{key}: cannot bundle {}: {e:#}", path.display())))?;
     let sent = store(destination, &packed).await?;
@@ -169,26 +170,42 @@ async fn attach_one(
     Ok(with_label(&digest))
 }
 
-/// A bundle packed into a temporary file.
+/// A file or directory to be stored as a bundle, with its bundle digest and size.
 pub struct Packed {
-    /// The temporary file (removed when dropped).
-    pub file: tempfile::NamedTempFile,
+    /// The file or directory.
+    pub path: PathBuf,
     /// The bundle digest.
     pub digest: Digest,
-    /// Its size in bytes.
+    /// The packed size in bytes.
     pub size: u64,
 }
 
-/// Packs the file or directory at `path` into a temporary file (off the async runtime).
-pub async fn pack_to_temp(path: PathBuf) -> anyhow::Result<Packed> {
+/// Counts the bytes written to it and keeps none.
+struct Counter(u64);
+
+impl Write for Counter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len() as u64;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The bundle digest and size of the file or directory at `path`: a first packing pass
+/// that keeps nothing (off the async runtime). The bytes are packed again, streamed, only
+/// when the coordinator lacks them.
+pub async fn measure(path: PathBuf) -> anyhow::Result<Packed> {
     tokio::task::spawn_blocking(move || {
-        let file = tempfile::Builder::new()
-            .prefix("grind-bundle-")
-            .tempfile()
-            .context("cannot create a temporary file")?;
-        let digest = pack(&path, BufWriter::with_capacity(CHUNK_BYTES, file.as_file()))?;
-        let size = file.as_file().metadata()?.len();
-        Ok(Packed { file, digest, size })
+        let mut counter = Counter(0);
+        let digest = pack(&path, &mut counter)?;
+        Ok(Packed {
+            path,
+            digest,
+            size: counter.0,
+        })
     })
     .await
     .context("the packing task failed")?
@@ -213,76 +230,93 @@ async fn is_stored(destination: &mut Destination<'_>, digest: &Digest) -> Result
     }
 }
 
-/// Stores `packed` unless the destination has it; true when bytes were sent.
+/// Stores `packed` unless the destination has it; true when bytes were sent. Files changed
+/// since [`measure`] are refused by the store (their digest no longer matches).
 pub async fn store(destination: &mut Destination<'_>, packed: &Packed) -> Result<bool, CliError> {
     if is_stored(destination, &packed.digest).await? {
         return Ok(false);
     }
+    let changed = |e: String| {
+        CliError::Other(anyhow::anyhow!(
+            "{}: {e} (did it change while being uploaded?)",
+            packed.path.display()
+        ))
+    };
     match destination {
         Destination::Remote(client) => {
-            let chunks = read_chunks(packed)?;
-            client.upload(chunks).await.map_err(failed)?;
+            let chunks = pack_stream(packed);
+            client.upload(chunks).await.map_err(|e| match e.code() {
+                tonic::Code::InvalidArgument => changed(e.message().to_string()),
+                _ => failed(e),
+            })?;
         }
         Destination::Local(store) => {
             store
-                .ingest_file(packed.file.path().to_path_buf(), packed.digest, packed.size)
+                .ingest_packed(packed.path.clone(), packed.digest, packed.size)
                 .await
-                .map_err(anyhow::Error::from)?;
+                .map_err(|e| changed(e.to_string()))?;
         }
     }
     Ok(true)
 }
 
-/// The upload stream of `packed`: its file read in chunks on a blocking thread, the first
+/// The upload stream of `packed`: packed again on a blocking thread, in chunks, the first
 /// message carrying the digest and size.
-fn read_chunks(
-    packed: &Packed,
-) -> Result<tokio_stream::wrappers::ReceiverStream<pb::BundleChunk>, CliError> {
-    let mut file = packed
-        .file
-        .reopen()
-        .context("cannot reopen the packed bundle")?;
+fn pack_stream(packed: &Packed) -> tokio_stream::wrappers::ReceiverStream<pb::BundleChunk> {
     let (tx, rx) = tokio::sync::mpsc::channel(4);
-    let mut first = Some((format!("sha256:{}", packed.digest), packed.size));
-    tokio::task::spawn_blocking(move || loop {
-        let mut data = vec![0u8; CHUNK_BYTES];
-        let n = match read_full(&mut file, &mut data) {
-            Ok(n) => n,
-            Err(e) => {
-                // Ending early makes the coordinator refuse the upload (short of its size).
-                tracing::warn!("cannot read the packed bundle: {e}");
-                return;
-            }
-        };
-        data.truncate(n);
-        let header = first.take();
-        if n == 0 && header.is_none() {
-            return;
-        }
-        let (digest, size) = header.unwrap_or_default();
-        if tx
-            .blocking_send(pb::BundleChunk { digest, size, data })
-            .is_err()
-            || n < CHUNK_BYTES
-        {
-            return;
+    let path = packed.path.clone();
+    let mut chunks = ChunkWriter {
+        tx,
+        buf: Vec::with_capacity(CHUNK_BYTES),
+        first: Some((format!("sha256:{}", packed.digest), packed.size)),
+    };
+    tokio::task::spawn_blocking(move || {
+        // A failure ends the stream early, and the coordinator refuses the short upload.
+        let packed = pack(&path, &mut chunks)
+            .map_err(|e| e.to_string())
+            .and_then(|_| chunks.send().map_err(|e| e.to_string()));
+        if let Err(e) = packed {
+            tracing::warn!("packing {} for upload failed: {e}", path.display());
         }
     });
-    Ok(tokio_stream::wrappers::ReceiverStream::new(rx))
+    tokio_stream::wrappers::ReceiverStream::new(rx)
 }
 
-/// Reads until `buf` is full or the file ends; the bytes read.
-fn read_full(file: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize> {
-    let mut filled = 0;
-    while filled < buf.len() {
-        match file.read(&mut buf[filled..]) {
-            Ok(0) => break,
-            Ok(n) => filled += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
+/// Cuts what is written to it into upload messages of [`CHUNK_BYTES`].
+struct ChunkWriter {
+    tx: tokio::sync::mpsc::Sender<pb::BundleChunk>,
+    buf: Vec<u8>,
+    /// The digest and size, until the first message is sent.
+    first: Option<(String, u64)>,
+}
+
+impl ChunkWriter {
+    /// Sends what is buffered (and the first message even if empty).
+    fn send(&mut self) -> std::io::Result<()> {
+        if self.buf.is_empty() && self.first.is_none() {
+            return Ok(());
         }
+        let (digest, size) = self.first.take().unwrap_or_default();
+        let data = std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK_BYTES));
+        self.tx
+            .blocking_send(pb::BundleChunk { digest, size, data })
+            .map_err(|_| std::io::Error::new(std::io::ErrorKind::BrokenPipe, "upload ended"))
     }
-    Ok(filled)
+}
+
+impl Write for ChunkWriter {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        let n = bytes.len().min(CHUNK_BYTES - self.buf.len());
+        self.buf.extend_from_slice(&bytes[..n]);
+        if self.buf.len() == CHUNK_BYTES {
+            self.send()?;
+        }
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Prints one line per attachment to stderr (stdout stays for the command's own output).

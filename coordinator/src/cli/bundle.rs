@@ -52,7 +52,7 @@ pub async fn bundle(cmd: BundleCommand) -> Result<(), CliError> {
                     path.display()
                 )));
             }
-            let packed = attachments::pack_to_temp(path.clone())
+            let packed = attachments::measure(path.clone())
                 .await
                 .map_err(|e| CliError::Usage(format!("cannot bundle {}: {e:#}", path.display())))?;
             let mut destination = Destination::Remote(attachments::connect(&url).await?);
