@@ -118,7 +118,9 @@ pub async fn serve_with(
             .set_serving::<BundlesServer<BundlesService>>()
             .await;
     }
-    let mut builder = tonic::transport::Server::builder();
+    let mut builder = tonic::transport::Server::builder()
+        .initial_stream_window_size(crate::bundles::STREAM_WINDOW_BYTES)
+        .initial_connection_window_size(crate::bundles::CONNECTION_WINDOW_BYTES);
     if let Some(identity) = &options.tls {
         builder = builder
             .tls_config(tonic::transport::ServerTlsConfig::new().identity(identity.to_tonic()))

@@ -41,6 +41,15 @@ pub const CHUNK_BYTES: usize = 1 << 20;
 /// [`CHUNK_BYTES`], up to this).
 pub const MAX_CHUNK_MESSAGE_BYTES: usize = 4 << 20;
 
+/// The HTTP/2 flow-control window of one stream, server and bundle clients alike. The
+/// default (64 KiB) makes a sender wait for a window update every 64 KiB: 16 round trips
+/// per chunk, each a wake-up of both sides' runtimes, which on a busy machine cost more
+/// than the bytes.
+pub const STREAM_WINDOW_BYTES: u32 = 2 << 20;
+
+/// The HTTP/2 flow-control window of one connection (all its streams).
+pub const CONNECTION_WINDOW_BYTES: u32 = 4 << 20;
+
 /// The default `grind serve --max-bundle-mib`.
 pub const DEFAULT_MAX_BUNDLE_MIB: u64 = 2048;
 

@@ -58,6 +58,8 @@ pub async fn connect(url: &CoordinatorUrl) -> Result<BundlesClient<AuthChannel>,
     let channel = endpoint(&url.coordinator, &access)
         .map_err(|e| CliError::Usage(e.to_string()))?
         .timeout(UPLOAD_TIMEOUT)
+        .initial_stream_window_size(crate::bundles::STREAM_WINDOW_BYTES)
+        .initial_connection_window_size(crate::bundles::CONNECTION_WINDOW_BYTES)
         .connect()
         .await
         .with_context(|| format!("cannot reach the coordinator at {}", url.coordinator))?;

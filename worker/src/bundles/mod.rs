@@ -50,7 +50,12 @@ impl WorkerBundles {
         access: &Access,
         runtime: tokio::runtime::Handle,
     ) -> Result<WorkerBundles, WorkerError> {
-        let endpoint = endpoint(url, access)?.timeout(FETCH_TIMEOUT);
+        // Windows as large as the coordinator's (see `grind_coordinator::bundles`): a
+        // bundle streams without waiting for a window update every 64 KiB.
+        let endpoint = endpoint(url, access)?
+            .timeout(FETCH_TIMEOUT)
+            .initial_stream_window_size(2 << 20)
+            .initial_connection_window_size(4 << 20);
         let channel = {
             // A lazy channel needs a runtime context to be made in.
             let _entered = runtime.enter();
