@@ -5,10 +5,11 @@
 //! Layout: [`store`] (the database and its writer), [`schema`] (migrations), [`scheduler`]
 //! (the lease/unit state machine), [`upgrade`] (solver upgrades on resume), [`views`] (read queries), [`core`] (operations with
 //! verification), [`service`] (gRPC handlers), [`server`] (serving), [`web`] (web UI, JSON
-//! API, live updates) and [`metrics`] (Prometheus) on the same port, [`cli`] (the `grind`
-//! command line).
+//! API, live updates) and [`metrics`] (Prometheus) on the same port, [`bundles`]
+//! (content-addressed solver bundles), [`cli`] (the `grind` command line).
 
 pub mod auth;
+pub mod bundles;
 pub mod cli;
 pub mod clock;
 pub mod config;

@@ -232,6 +232,18 @@ ALTER TABLE campaigns ADD COLUMN inherited INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE campaigns ADD COLUMN ceiling INTEGER;
 CREATE INDEX campaigns_after ON campaigns (after_campaign) WHERE after_campaign IS NOT NULL;
 "#,
+    r#"
+-- Content-addressed bundles (issue 29): the files a campaign's parameters name, stored as
+-- `<database>.bundles/blobs/<hex>` beside the database; this row is written after the file
+-- is complete, checked and renamed into place. The token that uploaded it (NULL: no
+-- authentication, as on loopback or in `grind run`).
+CREATE TABLE bundles (
+    digest TEXT PRIMARY KEY,
+    size INTEGER NOT NULL,
+    created_ms INTEGER NOT NULL,
+    uploader_token INTEGER REFERENCES tokens(id)
+) WITHOUT ROWID;
+"#,
 ];
 
 /// The schema version this binary writes.

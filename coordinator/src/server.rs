@@ -1,8 +1,9 @@
-//! Serving: binds the gRPC services (grind.v1 Worker and Admin, grpc.health.v1, server
+//! Serving: binds the gRPC services (grind.v1 Worker, Admin and Bundles, grpc.health.v1, server
 //! reflection v1 and v1alpha) and the web UI (HTTP/1.1 or HTTP/2) on one listener, runs the lease-expiry sweep, and stops on a
 //! shutdown future.
 
 use grind_proto::v1::admin_server::AdminServer;
+use grind_proto::v1::bundles_server::BundlesServer;
 use grind_proto::v1::worker_server::WorkerServer;
 use std::future::Future;
 use std::sync::Arc;
@@ -14,6 +15,7 @@ use tonic::service::interceptor::InterceptedService;
 use tonic::{Request, Status};
 
 use crate::auth::{Authenticator, Role};
+use crate::bundles::service::BundlesService;
 use crate::core::Coordinator;
 use crate::error::Error;
 use crate::service::{AdminService, WorkerService};
@@ -34,6 +36,8 @@ pub struct ServeOptions {
     pub auth: Option<Arc<Authenticator>>,
     /// Serve TLS with this identity.
     pub tls: Option<ServerIdentity>,
+    /// Serve `grind.v1.Bundles` from this store (upload: admin; fetch, stat: worker).
+    pub bundles: Option<crate::bundles::BundleStore>,
 }
 
 /// Serves `coordinator` on `listener` until `shutdown` resolves, without authentication or
@@ -101,7 +105,22 @@ pub async fn serve_with(
             .max_encoding_message_size(MAX_MESSAGE_BYTES),
         gate(options.auth.clone(), Role::Admin),
     );
-    let mut builder = tonic::transport::Server::builder();
+    let bundles = options.bundles.clone().map(|store| {
+        InterceptedService::new(
+            BundlesServer::new(BundlesService(store))
+                .max_decoding_message_size(crate::bundles::MAX_CHUNK_MESSAGE_BYTES)
+                .max_encoding_message_size(crate::bundles::MAX_CHUNK_MESSAGE_BYTES),
+            gate(options.auth.clone(), Role::Worker),
+        )
+    });
+    if bundles.is_some() {
+        health_reporter
+            .set_serving::<BundlesServer<BundlesService>>()
+            .await;
+    }
+    let mut builder = tonic::transport::Server::builder()
+        .initial_stream_window_size(crate::bundles::STREAM_WINDOW_BYTES)
+        .initial_connection_window_size(crate::bundles::CONNECTION_WINDOW_BYTES);
     if let Some(identity) = &options.tls {
         builder = builder
             .tls_config(tonic::transport::ServerTlsConfig::new().identity(identity.to_tonic()))
@@ -115,6 +134,7 @@ pub async fn serve_with(
         .add_service(reflection_v1alpha)
         .add_service(worker)
         .add_service(admin)
+        .add_optional_service(bundles)
         .serve_with_incoming_shutdown(incoming(listener), shutdown);
     let drained = async move {
         let _ = stopping.wait_for(|closing| *closing).await;

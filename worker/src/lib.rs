@@ -5,9 +5,11 @@
 //! [`agent`] is the worker itself, written against [`coordinator::Coordinator`] (the calls
 //! it makes); [`client`] is the gRPC implementation, [`connect`] the channel and
 //! credentials, [`context`] what a running unit shares with the agent, [`events`] the
-//! machine-readable event stream (`--events`).
+//! machine-readable event stream (`--events`), [`bundles`] the local cache of solver
+//! bundles fetched from the coordinator.
 
 pub mod agent;
+pub mod bundles;
 pub mod client;
 pub mod connect;
 pub mod context;

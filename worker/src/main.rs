@@ -59,6 +59,10 @@ struct Args {
     /// the format is stable, see the `grind_worker::events` docs).
     #[arg(long, value_name = "FILE")]
     events: Option<PathBuf>,
+    /// Where solver bundles fetched from the coordinator are kept, by digest (default:
+    /// $XDG_CACHE_HOME/grind/bundles or ~/.cache/grind/bundles).
+    #[arg(long, env = "GRIND_BUNDLE_CACHE", value_name = "DIR")]
+    bundle_cache: Option<PathBuf>,
 }
 
 fn parse_hours(text: &str) -> Result<f64, String> {
@@ -115,6 +119,15 @@ fn run(args: Args) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("cannot start the IO runtime")?;
+    // Bundles (a user's solver, checker, instance) come from the coordinator on first use.
+    grind_worker::bundles::WorkerBundles::new(
+        args.bundle_cache
+            .unwrap_or_else(grind_worker::bundles::default_cache_dir),
+        &config.coordinator,
+        &config.access,
+        runtime.handle().clone(),
+    )?
+    .install();
     let summary = runtime.block_on(grind_worker::run(config, shutdown_signal()))?;
     tracing::info!(
         "worker {} stopped: {} unit(s) done, {} refused, {} undelivered",

@@ -6,6 +6,7 @@ use grind_proto::v1::admin_client::AdminClient;
 use grind_worker::connect::{authenticated, endpoint, Access, AuthChannel};
 use std::path::PathBuf;
 
+use super::attachments::{self, Destination};
 use super::problem_args;
 use super::render;
 use super::CliError;
@@ -205,7 +206,15 @@ pub fn print_json_lines(values: impl IntoIterator<Item = serde_json::Value>) {
 pub async fn campaign(cmd: CampaignCommand) -> Result<(), CliError> {
     match cmd {
         CampaignCommand::Add { url, problem, args } => {
-            let parsed = problem_args::parse::<AddOptions>("grind campaign add", &problem, &args)?;
+            let mut raw =
+                problem_args::parse_raw::<AddOptions>("grind campaign add", &problem, &args)?;
+            if !raw.entry.attachments.is_empty() {
+                let mut bundles = Destination::Remote(attachments::connect(&url).await?);
+                let attached =
+                    attachments::attach(raw.entry.attachments, &mut raw.raw, &mut bundles).await?;
+                attachments::report(&attached);
+            }
+            let parsed = raw.build()?;
             let mut client = connect(&url).await?;
             let reply = client
                 .create_campaign(pb::CreateCampaignRequest {

@@ -2,6 +2,8 @@
 //! Problem flags are not declared here: each problem's own flags come from the registry.
 
 pub mod admin;
+pub mod attachments;
+pub mod bundle;
 pub mod contest;
 pub mod db_lock;
 pub mod problem_args;
@@ -68,6 +70,9 @@ pub enum Command {
     Cert(security::CertCommand),
     /// Take a consistent snapshot of a coordinator's database (safe while it runs).
     Backup(security::BackupArgs),
+    /// Upload or list content-addressed bundles (solvers, checkers, instances).
+    #[command(subcommand)]
+    Bundle(bundle::BundleCommand),
 }
 
 /// `grind serve` flags.
@@ -121,6 +126,10 @@ pub struct ServeArgs {
     /// it first may re-check it itself (recorded as self-checked), in ms.
     #[arg(long, default_value_t = 60_000)]
     pub self_check_after_ms: i64,
+    /// The largest bundle (a user's solver, checker, instance) accepted, in MiB. Bundles
+    /// are kept beside the database, in DB.bundles/.
+    #[arg(long, default_value_t = crate::bundles::DEFAULT_MAX_BUNDLE_MIB)]
+    pub max_bundle_mib: u64,
 }
 
 /// A command-line failure with the exit code it deserves.
@@ -208,6 +217,7 @@ pub async fn dispatch(cli: Cli) -> Result<(), CliError> {
         Command::Token(cmd) => security::token(cmd),
         Command::Cert(cmd) => security::cert(cmd),
         Command::Backup(args) => security::backup(args),
+        Command::Bundle(cmd) => bundle::bundle(cmd).await,
         Command::Problems => {
             for entry in grind_shared::registry::registry() {
                 println!("{:<12} {}", entry.name, entry.about);

@@ -20,6 +20,18 @@ pub struct ProblemArgs<T> {
     pub options: T,
 }
 
+/// A problem's parameters as given at the command line (before they are validated and
+/// made canonical), plus the command's own flags.
+pub struct RawProblemArgs<T> {
+    /// The registry entry.
+    pub entry: &'static ProblemEntry,
+    /// The parameters as given (attachment parameters still hold local paths until
+    /// [`super::attachments::attach`] replaces them).
+    pub raw: Value,
+    /// The command's flags.
+    pub options: T,
+}
+
 /// Parses `args` for problem `name`, merging in the flags of `T`. `--help` and flag errors
 /// are printed by clap, which exits (code 0 for help, 2 for errors).
 pub fn parse<T: Args + FromArgMatches>(
@@ -27,6 +39,16 @@ pub fn parse<T: Args + FromArgMatches>(
     name: &str,
     args: &[String],
 ) -> Result<ProblemArgs<T>, CliError> {
+    parse_raw(context, name, args)?.build()
+}
+
+/// Parses `args` as [`parse`] does, without validating the parameters yet (so that
+/// attachments can be uploaded first).
+pub fn parse_raw<T: Args + FromArgMatches>(
+    context: &str,
+    name: &str,
+    args: &[String],
+) -> Result<RawProblemArgs<T>, CliError> {
     if name == "--help" || name == "-h" {
         println!("Usage: {context} <PROBLEM> [problem flags] [flags]\n\nProblems:");
         for entry in registry::registry() {
@@ -44,27 +66,43 @@ pub fn parse<T: Args + FromArgMatches>(
     let raw = entry
         .params_from_matches(&matches)
         .map_err(|e| CliError::Usage(e.to_string()))?;
-    let usage = |e: grind_shared::problem::ProblemError| CliError::Usage(e.to_string());
-    let canonical = |params: &Value| entry.build(params).map(|(canonical, _)| canonical);
-    let (params, members) = match entry.family(&raw).map_err(usage)? {
-        Some(members) => {
-            let members = members
-                .iter()
-                .map(canonical)
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(usage)?;
-            (raw, members)
-        }
-        None => {
-            let params = canonical(&raw).map_err(usage)?;
-            (params.clone(), vec![params])
-        }
-    };
     let options = T::from_arg_matches(&matches).map_err(|e| CliError::Usage(e.to_string()))?;
-    Ok(ProblemArgs {
+    Ok(RawProblemArgs {
         entry,
-        params,
-        members,
+        raw,
         options,
     })
+}
+
+impl<T> RawProblemArgs<T> {
+    /// Validates the parameters and makes them canonical (one set per family member).
+    pub fn build(self) -> Result<ProblemArgs<T>, CliError> {
+        let RawProblemArgs {
+            entry,
+            raw,
+            options,
+        } = self;
+        let usage = |e: grind_shared::problem::ProblemError| CliError::Usage(e.to_string());
+        let canonical = |params: &Value| entry.build(params).map(|(canonical, _)| canonical);
+        let (params, members) = match entry.family(&raw).map_err(usage)? {
+            Some(members) => {
+                let members = members
+                    .iter()
+                    .map(canonical)
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(usage)?;
+                (raw, members)
+            }
+            None => {
+                let params = canonical(&raw).map_err(usage)?;
+                (params.clone(), vec![params])
+            }
+        };
+        Ok(ProblemArgs {
+            entry,
+            params,
+            members,
+            options,
+        })
+    }
 }

@@ -9,11 +9,14 @@ use std::time::Instant;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
+use super::attachments::{self, Destination};
 use super::db_lock::DbLock;
 use super::problem_args;
 use super::render;
 use super::{CliError, ServeArgs};
 use crate::auth::Authenticator;
+use crate::bundles::source::StoreBundles;
+use crate::bundles::BundleStore;
 use crate::clock::SystemClock;
 use crate::config::Config;
 use crate::core::Coordinator;
@@ -63,8 +66,8 @@ pub struct RunOptions {
 
 /// Runs one problem locally and prints the verified result.
 pub async fn run(args: RunArgs) -> Result<(), CliError> {
-    let parsed = problem_args::parse::<RunOptions>("grind run", &args.problem, &args.args)?;
-    let opts = parsed.options;
+    let mut raw = problem_args::parse_raw::<RunOptions>("grind run", &args.problem, &args.args)?;
+    let opts = &raw.options;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     if opts.workers == 0 || opts.workers > 256 {
         return Err(CliError::Usage(
@@ -102,6 +105,33 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
     };
     let store = Store::open_with(&db_path, durability)
         .with_context(|| format!("cannot open the database {}", db_path.display()))?;
+    // The files the parameters name go into the embedded coordinator's bundle store, which
+    // also serves them to the local workers (they share this machine).
+    let bundles = BundleStore::open(
+        BundleStore::beside(&db_path),
+        store.clone(),
+        crate::bundles::DEFAULT_MAX_BUNDLE_MIB << 20,
+    )
+    .map_err(anyhow::Error::from)?;
+    StoreBundles::install(bundles.clone());
+    let attached = attachments::attach(
+        raw.entry.attachments,
+        &mut raw.raw,
+        &mut Destination::Local(&bundles),
+    )
+    .await
+    .inspect_err(|_| {
+        if temporary {
+            remove_database(&db_path);
+        }
+    })?;
+    attachments::report(&attached);
+    let parsed = raw.build().inspect_err(|_| {
+        if temporary {
+            remove_database(&db_path);
+        }
+    })?;
+    let opts = parsed.options;
     let config = Config {
         verify_rate: opts.verify_rate,
         allow_self_replication: opts.workers == 1,
@@ -118,10 +148,14 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
     // Workers stop first (delivering what they hold), then the server.
     let (stop_workers, workers_stop) = watch::channel(false);
     let (stop_server, server_stop) = watch::channel(false);
-    let server = tokio::spawn(crate::server::serve(
+    let server = tokio::spawn(crate::server::serve_with(
         coordinator.clone(),
         listener,
         wait_for(server_stop),
+        ServeOptions {
+            bundles: Some(bundles),
+            ..ServeOptions::default()
+        },
     ));
 
     let mut campaign_ids = Vec::with_capacity(parsed.members.len());
@@ -235,11 +269,13 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
     }
 }
 
-/// Removes a temporary database and the files SQLite and the lock keep beside it.
+/// Removes a temporary database and the files SQLite, the lock and the bundle store keep
+/// beside it.
 fn remove_database(db_path: &std::path::Path) {
     for suffix in ["", "-wal", "-shm", "-journal", ".lock"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", db_path.display()));
     }
+    let _ = std::fs::remove_dir_all(BundleStore::beside(db_path));
 }
 
 /// SIGINT (Ctrl-C) and SIGTERM during `grind run`: the first asks the run to stop cleanly
@@ -469,8 +505,25 @@ pub async fn serve(args: ServeArgs) -> Result<(), CliError> {
             "no authentication"
         }
     );
+    if args.max_bundle_mib == 0 {
+        return Err(CliError::Usage(
+            "--max-bundle-mib must be at least 1".into(),
+        ));
+    }
+    let bundles = BundleStore::open(
+        BundleStore::beside(&args.db),
+        store.clone(),
+        args.max_bundle_mib.saturating_mul(1 << 20),
+    )
+    .map_err(anyhow::Error::from)?;
+    // The coordinator runs users' checkers: their bundles come from its own store.
+    StoreBundles::install(bundles.clone());
     let coordinator = Coordinator::new(store, Arc::new(SystemClock), config);
-    let options = ServeOptions { auth, tls };
+    let options = ServeOptions {
+        auth,
+        tls,
+        bundles: Some(bundles),
+    };
     crate::server::serve_with(coordinator, listener, shutdown_signal(), options)
         .await
         .map_err(anyhow::Error::from)?;
