@@ -161,6 +161,7 @@ pub fn registry() -> &'static [ProblemEntry] {
         ProblemEntry::of::<problems::housie::Housie>(),
         ProblemEntry::of::<problems::sieve::Sieve>(),
         ProblemEntry::of::<problems::grid::Grid>(),
+        ProblemEntry::of::<problems::probe::Probe>(),
     ];
     REGISTRY
 }

@@ -59,6 +59,12 @@ struct Args {
     /// the format is stable, see the `grind_worker::events` docs).
     #[arg(long, value_name = "FILE")]
     events: Option<PathBuf>,
+    /// Allow this worker to run users' own programs (exec campaigns): native code sent by
+    /// the coordinator, run sandboxed but with this worker's user rights. Only for machines
+    /// whose owner trusts the coordinator's campaigns; without it such units are never
+    /// granted here, and the worker refuses any it gets.
+    #[arg(long)]
+    allow_exec: bool,
 }
 
 fn parse_hours(text: &str) -> Result<f64, String> {
@@ -101,6 +107,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     )?;
     config.idle_only = args.idle_only;
     config.events = args.events;
+    config.allow_exec = args.allow_exec;
     if let Some(hours) = args.max_hours {
         config.max_runtime = Some(std::time::Duration::from_secs_f64(hours * 3600.0));
     }

@@ -253,6 +253,7 @@ async fn register(mut client: WorkerClient<Channel>, index: usize) -> Option<i64
             version: grind_shared::VERSION.into(),
             git_commit: String::new(),
             previous_worker_id: 0,
+            ..Default::default()
         };
         match client.register(request).await {
             Ok(reply) => return Some(reply.into_inner().worker_id),

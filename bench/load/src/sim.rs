@@ -252,6 +252,7 @@ async fn register(
             version: grind_shared::VERSION.into(),
             git_commit: String::new(),
             previous_worker_id: 0,
+            ..Default::default()
         };
         match client.register(request).await {
             Ok(reply) => return Some(reply.into_inner().worker_id),
@@ -422,6 +423,7 @@ async fn release(
         cursor: Vec::new(),
         nodes: 0,
         cpu_seconds: 0.0,
+        reason: String::new(),
     };
     if let Err(status) = client.release(request).await {
         tally.error("release", status);
