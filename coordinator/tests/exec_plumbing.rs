@@ -131,6 +131,12 @@ async fn a_failing_verifier_holds_the_claim_without_a_strike() {
     ]);
     let shown = String::from_utf8_lossy(&shown.stdout).to_string();
     assert!(shown.contains("the verifier failed"), "{shown}");
+    let page = common::http::get(&cluster.coord.url, &format!("/campaigns/{campaign}")).await;
+    assert!(page.body.contains("Held claims"), "{}", page.body);
+    assert!(
+        page.body.contains("claim_held"),
+        "the event log shows the hold"
+    );
 
     // The checker is mended: the units that went on finish, nothing was held against the
     // worker and no attempt was counted. No claim was lost: the best of the accepted value
