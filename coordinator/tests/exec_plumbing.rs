@@ -253,6 +253,35 @@ async fn a_broken_verifier_refuses_the_campaign_and_limits_are_enforced() {
     assert!(reply.accepted);
     let results = cluster.status(campaign).await.results;
     assert_eq!(results[0].provenance_json, r#"{"ok":true}"#);
+
+    // A worker registered the old way (no host facts) is told why it gets no native code.
+    let native = cluster
+        .create(
+            "probe",
+            serde_json::json!({"units": 2, "native_code": true}),
+            0.0,
+        )
+        .await;
+    let reply = raw
+        .client
+        .lease(pb::LeaseRequest {
+            worker_id: raw.id,
+            capacity: 4,
+            ..Default::default()
+        })
+        .await
+        .expect("lease")
+        .into_inner();
+    assert!(
+        reply.leases.iter().all(|g| g.campaign_id == campaign),
+        "{reply:?}"
+    );
+    let skipped: Vec<_> = reply.skipped.iter().map(|s| s.campaign_id).collect();
+    assert_eq!(skipped, vec![native]);
+    assert!(
+        reply.skipped[0].reason.contains("--allow-exec"),
+        "{reply:?}"
+    );
 }
 
 #[test]

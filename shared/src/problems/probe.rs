@@ -68,7 +68,7 @@ pub struct ProbeParams {
     #[arg(long, default_value_t = 16)]
     #[serde(default = "default_checkpoint_bytes")]
     pub checkpoint_bytes: u64,
-    /// Each solve first writes DIR/started-<seed>.
+    /// Each solve first writes the file DIR/started-SEED.
     #[arg(long)]
     #[serde(default)]
     pub marker_dir: Option<String>,
