@@ -37,6 +37,7 @@ async fn populate(coordinator: &Coordinator) -> (i64, i64) {
                     version: "0.1.0".into(),
                     git_commit: "0123456789ab".into(),
                     previous_worker_id: 0,
+                    ..Default::default()
                 },
                 None,
                 None,
@@ -100,6 +101,7 @@ async fn populate(coordinator: &Coordinator) -> (i64, i64) {
                     cursor: Vec::new(),
                     nodes: 0,
                     cpu_seconds: 0.0,
+                    ..Default::default()
                 })
                 .await
                 .map(|_| ())

@@ -95,6 +95,11 @@ const EVENT_COUNTERS: &[(&str, &str, &str)] = &[
         "Claimed improvements refused by the verifier",
     ),
     (
+        "claim_held",
+        "grind_claims_held_total",
+        "Claims held because the verifier itself failed on them (no strike)",
+    ),
+    (
         "disputed",
         "grind_replication_disagreements_total",
         "Replicated count results that disagreed",

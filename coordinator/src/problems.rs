@@ -1,5 +1,6 @@
 //! Problem instances of the coordinator's campaigns, built once from the registry and cached.
 
+use grind_shared::placement::Requirements;
 use grind_shared::problem::Problem;
 use grind_shared::registry;
 use rusqlite::{params, Connection, OptionalExtension};
@@ -10,10 +11,11 @@ use crate::error::Error;
 
 type ByCampaign = HashMap<i64, Arc<dyn Problem>>;
 
-/// Cache of campaign id -> problem instance.
+/// Cache of campaign id -> problem instance (and what its units need from a worker).
 #[derive(Default)]
 pub struct Problems {
     cache: Mutex<ByCampaign>,
+    requirements: Mutex<HashMap<i64, Arc<Requirements>>>,
 }
 
 impl Problems {
@@ -31,6 +33,35 @@ impl Problems {
         let problem = registry::instantiate(&name, &params_json)?;
         self.lock()?.insert(campaign_id, problem.clone());
         Ok(problem)
+    }
+
+    /// What a worker needs to be granted `campaign_id`'s units
+    /// ([`grind_shared::problem::Placement::requirements`]), asked once per campaign; `None`
+    /// for a campaign whose units run anywhere (every built-in problem), so a grant needs
+    /// no look at the worker's facts.
+    pub fn requirements(
+        &self,
+        conn: &Connection,
+        campaign_id: i64,
+    ) -> Result<Option<Arc<Requirements>>, Error> {
+        let known = self
+            .requirements
+            .lock()
+            .map_err(|_| Error::Internal("requirements cache poisoned".into()))?
+            .get(&campaign_id)
+            .cloned();
+        let needs = match known {
+            Some(needs) => needs,
+            None => {
+                let needs = Arc::new(self.get(conn, campaign_id)?.requirements());
+                self.requirements
+                    .lock()
+                    .map_err(|_| Error::Internal("requirements cache poisoned".into()))?
+                    .insert(campaign_id, needs.clone());
+                needs
+            }
+        };
+        Ok((*needs != Requirements::default()).then_some(needs))
     }
 
     /// The problem instance of `campaign_id` if it is cached (no store read).

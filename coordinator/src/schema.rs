@@ -244,6 +244,33 @@ CREATE TABLE bundles (
     uploader_token INTEGER REFERENCES tokens(id)
 ) WITHOUT ROWID;
 "#,
+    r#"
+-- Placement (issue 29): what a worker states about itself when it registers: its owner's
+-- opt-in to run users' native code (`grind-worker --allow-exec`) and its platform (target
+-- triple; '' from older workers). Grants follow the campaign problem's requirements.
+ALTER TABLE workers ADD COLUMN native_code_allowed INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE workers ADD COLUMN platform TEXT NOT NULL DEFAULT '';
+-- The solver's provenance record of a run (SolveContext::provenance), JSON; NULL for none.
+ALTER TABLE results ADD COLUMN provenance_json TEXT;
+-- 0 when grind cannot check that the units cover the search space (a user's own units
+-- file): a finished exhaustive campaign is then the solver's claim, never proven.
+ALTER TABLE campaigns ADD COLUMN coverage_checked INTEGER NOT NULL DEFAULT 1;
+-- Claims whose check failed in the verifier itself (a user's checker crashed or hung):
+-- neither accepted nor held against the worker; kept whole for the operator.
+CREATE TABLE held_claims (
+    id INTEGER PRIMARY KEY,
+    campaign_id INTEGER NOT NULL REFERENCES campaigns(id),
+    unit_id INTEGER,
+    lease_id INTEGER,
+    worker_id INTEGER,
+    source TEXT NOT NULL,
+    solution_json TEXT NOT NULL,
+    claimed_score INTEGER NOT NULL,
+    reason TEXT NOT NULL,
+    at_ms INTEGER NOT NULL
+);
+CREATE INDEX held_claims_by_campaign ON held_claims (campaign_id, id);
+"#,
 ];
 
 /// The schema version this binary writes.

@@ -18,7 +18,7 @@ pub const EVENT_SOLVER_VERSION: &str = "coalesce(json_extract(e.detail, '$.solve
 
 const CAMPAIGN_COLUMNS: &str = "id, name, problem, params_json, objective, state, exhaustive,
     best_score, best_solution, total, samples, created_ms, finished_ms, cpu_seconds, nodes,
-    verify_rate, best_event, split_done, solver_version, family, bound";
+    verify_rate, best_event, split_done, solver_version, family, bound, coverage_checked";
 
 /// How far a campaign's search proves its value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -29,6 +29,9 @@ pub enum Proof {
     Conditional,
     /// Finished and exhaustive, every premise backed.
     Complete,
+    /// Finished, but over units grind could not check cover the search (a user's own
+    /// split, `Problem::coverage_checked` false): the solver's claim, never a proof.
+    Claimed,
 }
 
 /// What a campaign's value means, in the words every view uses (CLI, JSON, web, export):
@@ -36,14 +39,18 @@ pub enum Proof {
 /// (finished exhaustive search that found no solution beating its starting bound or proof
 /// target: a proof that none exists, not an optimum), `conditional_proof` (a finished
 /// exhaustive search resting on stated values no proven campaign backs: proven given them),
-/// `best_found` (a verified solution, not proven optimal), `none_found`, `exact_count` /
-/// `partial_count`, `samples`.
+/// `claimed_optimum` / `claimed_none` / `claimed_count` (every unit of a split grind could
+/// not check finished: the solver's claim, not proven), `best_found` (a verified solution,
+/// not proven optimal), `none_found`, `exact_count` / `partial_count`, `samples`.
 pub fn outcome(objective: &str, proof: Proof, has_value: bool) -> &'static str {
     match (objective, proof, has_value) {
+        ("count", Proof::Claimed, _) => "claimed_count",
         ("count", Proof::Complete, _) => "exact_count",
         ("count", _, _) => "partial_count",
         ("sample", _, _) => "samples",
         (_, Proof::Conditional, _) => "conditional_proof",
+        (_, Proof::Claimed, true) => "claimed_optimum",
+        (_, Proof::Claimed, false) => "claimed_none",
         (_, Proof::Complete, true) => "proven_optimum",
         (_, Proof::Complete, false) => "proven_none_reaches_target",
         (_, Proof::None, true) => "best_found",
@@ -57,6 +64,9 @@ pub fn outcome_words(outcome: &str) -> &'static str {
         "proven_optimum" => "proven optimum",
         "proven_none_reaches_target" => "proven: no solution reaches the target",
         "conditional_proof" => "conditional proof: proven given the stated values",
+        "claimed_optimum" => "finished (solver's claim): best found, not proven",
+        "claimed_none" => "finished (solver's claim): nothing found, not proven",
+        "claimed_count" => "finished (solver's claim): count over the user's split, not proven",
         "best_found" => "best found, not proven",
         "none_found" => "nothing found yet",
         "exact_count" => "exact count",
@@ -84,8 +94,13 @@ fn campaign_from_row(conn: &Connection, r: &Row) -> Result<pb::CampaignStatus, E
     let mut units = unit_counts(conn, id)?;
     units.split_complete = split_done;
     let premises = premises(conn, id)?;
-    let proof = if state != "done" || !exhaustive || units.failed > 0 {
+    let coverage_checked: bool = r.get(21)?;
+    let held_claims = held_claims(conn, id)?;
+    // A claim nobody could check (its verifier failed) may beat the value: no proof.
+    let proof = if state != "done" || !exhaustive || units.failed > 0 || !held_claims.is_empty() {
         Proof::None
+    } else if !coverage_checked {
+        Proof::Claimed
     } else if premises
         .iter()
         .any(|p| p.backed_by == 0 && p.backed_by_record == 0)
@@ -101,7 +116,7 @@ fn campaign_from_row(conn: &Connection, r: &Row) -> Result<pb::CampaignStatus, E
         Proof::None if state == "running" || state == "paused" => {
             open_bound(conn, id, &objective, &units, r.get(20)?)?
         }
-        Proof::None => None,
+        Proof::None | Proof::Claimed => None,
     };
     let workers: i64 = conn
         .prepare_cached(
@@ -135,7 +150,33 @@ fn campaign_from_row(conn: &Connection, r: &Row) -> Result<pb::CampaignStatus, E
         family: r.get::<_, Option<String>>(19)?.unwrap_or_default(),
         premises,
         bound,
+        held_claims,
     })
+}
+
+/// Most held claims a campaign's status lists (newest first).
+const HELD_CLAIMS_LISTED: i64 = 20;
+
+/// The claims of a campaign held because its verifier failed on them, newest first.
+fn held_claims(conn: &Connection, campaign_id: i64) -> Result<Vec<pb::HeldClaim>, Error> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT id, coalesce(worker_id, 0), coalesce(unit_id, 0), source, claimed_score, reason,
+                at_ms, solution_json
+         FROM held_claims WHERE campaign_id = ?1 ORDER BY id DESC LIMIT ?2",
+    )?;
+    let rows = stmt.query_map(params![campaign_id, HELD_CLAIMS_LISTED], |r| {
+        Ok(pb::HeldClaim {
+            id: r.get(0)?,
+            worker_id: r.get(1)?,
+            unit_id: r.get(2)?,
+            source: r.get(3)?,
+            claimed_score: r.get(4)?,
+            reason: r.get(5)?,
+            at_ms: r.get(6)?,
+            solution_json: r.get(7)?,
+        })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
 }
 
 /// The coordinator's bound on an open optimisation campaign's optimum: the weakest of its
@@ -354,7 +395,8 @@ pub fn results(conn: &Connection, campaign_id: i64) -> Result<Vec<pb::UnitResult
     let mut stmt = conn.prepare_cached(
         "SELECT r.unit_id, u.label, r.status, r.value, r.worker_id, w.name, w.host, w.version,
                 w.git_commit, r.solver_version, r.lease_id, r.created_ms, r.cpu_seconds,
-                r.wall_seconds, r.nodes, r.replica, l.granted_ms, r.self_checked
+                r.wall_seconds, r.nodes, r.replica, l.granted_ms, r.self_checked,
+                coalesce(r.provenance_json, '')
          FROM results r JOIN units u ON u.id = r.unit_id JOIN workers w ON w.id = r.worker_id
          JOIN leases l ON l.id = r.lease_id
          WHERE r.campaign_id = ?1 ORDER BY r.id",
@@ -382,6 +424,7 @@ pub fn results(conn: &Connection, campaign_id: i64) -> Result<Vec<pb::UnitResult
             replica: r.get(15)?,
             started_ms: r.get(16)?,
             self_checked: r.get(17)?,
+            provenance_json: r.get(18)?,
         })
     })?;
     Ok(rows.collect::<Result<_, _>>()?)
@@ -450,6 +493,9 @@ pub fn provenance_record(
         "value": status.value,
         "proven": status.proven,
         "outcome": status.outcome,
+        "claimed_by_solver": status.outcome.starts_with("claimed_"),
+        "solver_provenance": best_run_provenance(&units, status),
+        "held_claims": status.held_claims.len(),
         "rests_on": premises_json(&status.premises),
         "solution": serde_json::from_str::<serde_json::Value>(&status.solution_json).ok(),
         "solver_version": status.solver_version,
@@ -475,6 +521,34 @@ pub fn provenance_record(
     }))
 }
 
+/// The solver's provenance record of the run that found the best solution (the result of
+/// the lease it was found under; when that run reported none, the latest result of the same
+/// unit that did), JSON; `null` when none is known.
+fn best_run_provenance(
+    units: &[pb::UnitResultRecord],
+    status: &pb::CampaignStatus,
+) -> serde_json::Value {
+    let Some(best) = &status.best_provenance else {
+        return serde_json::Value::Null;
+    };
+    let of_lease = units.iter().find(|r| {
+        r.provenance
+            .as_ref()
+            .is_some_and(|p| p.lease_id == best.lease_id)
+            && !r.provenance_json.is_empty()
+    });
+    let of_unit = || {
+        units
+            .iter()
+            .rev()
+            .find(|r| r.unit_id == best.unit_id && !r.provenance_json.is_empty())
+    };
+    of_lease
+        .or_else(of_unit)
+        .and_then(|r| serde_json::from_str(&r.provenance_json).ok())
+        .unwrap_or(serde_json::Value::Null)
+}
+
 #[cfg(test)]
 mod outcome_tests {
     use super::{outcome, outcome_words, Proof};
@@ -482,6 +556,10 @@ mod outcome_tests {
     #[test]
     fn a_proof_without_a_value_is_not_called_an_optimum() {
         assert_eq!(outcome("max", Proof::Complete, true), "proven_optimum");
+        assert_eq!(outcome("max", Proof::Claimed, true), "claimed_optimum");
+        assert_eq!(outcome("min", Proof::Claimed, false), "claimed_none");
+        assert_eq!(outcome("count", Proof::Claimed, true), "claimed_count");
+        assert!(outcome_words("claimed_optimum").contains("solver's claim"));
         assert_eq!(
             outcome("max", Proof::Complete, false),
             "proven_none_reaches_target"

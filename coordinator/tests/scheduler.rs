@@ -130,6 +130,7 @@ impl Rig {
                     version: "v".into(),
                     git_commit: "c".into(),
                     previous_worker_id: 0,
+                    ..Default::default()
                 },
                 caller,
                 None,
@@ -204,6 +205,7 @@ impl Rig {
                 cursor,
                 nodes: 0,
                 cpu_seconds: 0.0,
+                ..Default::default()
             })
             .await
             .unwrap();
@@ -312,6 +314,7 @@ async fn a_release_keeps_the_checkpoint_and_costs_no_attempt() {
             cursor: vec![7; 16],
             nodes: 5,
             cpu_seconds: 0.5,
+            ..Default::default()
         })
         .await
         .unwrap();

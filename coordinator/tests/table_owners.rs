@@ -23,6 +23,7 @@ const OWNERS: &[(&str, &str)] = &[
     ("leases", "src/scheduler/tables/leases.rs"),
     ("results", "src/scheduler/tables/results.rs"),
     ("samples", "src/scheduler/tables/results.rs"),
+    ("held_claims", "src/scheduler/tables/results.rs"),
     ("workers", "src/scheduler/tables/workers.rs"),
     ("premises", "src/scheduler/tables/premises.rs"),
     ("proof_records", "src/scheduler/tables/premises.rs"),

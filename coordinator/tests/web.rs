@@ -524,6 +524,7 @@ async fn worker_text_reaches_the_pages_escaped() {
             version: format!("{script}'"),
             git_commit: script.into(),
             previous_worker_id: 0,
+            ..Default::default()
         })
         .await
         .expect("register")

@@ -158,6 +158,17 @@ pub enum UnitOutcome {
     Stopped,
 }
 
+/// Largest provenance record ([`SolveContext::provenance`]) stored with a result, bytes of
+/// JSON: a worker replaces a larger record by a marker saying so, and a coordinator refuses
+/// a result carrying one.
+pub const MAX_PROVENANCE_BYTES: usize = 64 << 10;
+
+/// Largest checkpoint cursor ([`SolveContext::checkpoint`]) a unit may hand in, bytes (a
+/// user's solver may checkpoint a few MB of files): a worker drops a larger checkpoint with
+/// an error in its log (keeping the previous one), and a coordinator refuses a heartbeat,
+/// release or donation carrying one.
+pub const MAX_CHECKPOINT_BYTES: usize = 16 << 20;
+
 /// What a running solver can see and say. Implemented by the worker (and by simple
 /// in-memory contexts in tests). All methods are cheap and callable from any thread.
 pub trait SolveContext: Sync {

@@ -1,7 +1,10 @@
 //! What a running unit shares with the worker's IO loop: the freshest bound, stop and split
 //! requests, progress, the latest checkpoint, and improvements to report.
 
-use grind_shared::problem::{Objective, ProblemError, Scored, SolveContext, UnitOutcome, UnitSpec};
+use grind_shared::problem::{
+    Objective, ProblemError, Scored, SolveContext, UnitOutcome, UnitSpec, MAX_CHECKPOINT_BYTES,
+    MAX_PROVENANCE_BYTES,
+};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
@@ -142,6 +145,10 @@ pub struct UnitContext {
     checkpoint: Mutex<Option<Vec<u8>>>,
     checkpoint_dirty: AtomicBool,
     payload: Mutex<Vec<u8>>,
+    /// The solver's last provenance record (JSON), sent with the unit's result.
+    provenance: Mutex<Option<String>>,
+    /// A checkpoint over [`MAX_CHECKPOINT_BYTES`] was refused (logged once per unit).
+    oversize_logged: AtomicBool,
     events: mpsc::UnboundedSender<UnitEvent>,
 }
 
@@ -167,8 +174,15 @@ impl UnitContext {
             checkpoint: Mutex::new(None),
             checkpoint_dirty: AtomicBool::new(false),
             payload: Mutex::new(payload),
+            provenance: Mutex::new(None),
+            oversize_logged: AtomicBool::new(false),
             events,
         }
+    }
+
+    /// The solver's last provenance record (JSON), if it made one.
+    pub fn provenance_json(&self) -> Option<String> {
+        self.provenance.lock().expect("poisoned").clone()
     }
 
     /// Asks the solver to checkpoint and stop.
@@ -250,6 +264,19 @@ impl SolveContext for UnitContext {
     }
 
     fn checkpoint(&self, cursor: Vec<u8>) {
+        if cursor.len() > MAX_CHECKPOINT_BYTES {
+            if !self.oversize_logged.swap(true, Ordering::AcqRel) {
+                tracing::error!(
+                    "lease {}: the solver's checkpoint is {} bytes, more than the {} a \
+                     checkpoint may have; it is not kept (the unit resumes from its previous \
+                     checkpoint)",
+                    self.lease_id,
+                    cursor.len(),
+                    MAX_CHECKPOINT_BYTES
+                );
+            }
+            return;
+        }
         *self.checkpoint.lock().expect("poisoned") = Some(cursor);
         self.checkpoint_dirty.store(true, Ordering::Release);
     }
@@ -260,6 +287,27 @@ impl SolveContext for UnitContext {
 
     fn split_requested(&self) -> bool {
         self.split.load(Ordering::Acquire) && !self.stopping()
+    }
+
+    fn provenance(&self, record: serde_json::Value) {
+        let mut text = record.to_string();
+        if text.len() > MAX_PROVENANCE_BYTES {
+            tracing::warn!(
+                "lease {}: the solver's provenance record is {} bytes, more than the {} kept; \
+                 a marker saying so is sent instead",
+                self.lease_id,
+                text.len(),
+                MAX_PROVENANCE_BYTES
+            );
+            text = serde_json::json!({
+                "provenance_dropped": format!(
+                    "the solver's record was {} bytes, more than the {MAX_PROVENANCE_BYTES} kept",
+                    text.len()
+                )
+            })
+            .to_string();
+        }
+        *self.provenance.lock().expect("poisoned") = Some(text);
     }
 
     fn donate(&self, units: Vec<UnitSpec>, remaining: Vec<u8>) -> bool {
@@ -298,5 +346,43 @@ mod tests {
         assert_eq!(min.get(), Some(10));
         min.offer(4);
         assert_eq!(min.get(), Some(4));
+    }
+
+    fn context() -> UnitContext {
+        let (events, _) = mpsc::unbounded_channel();
+        UnitContext::new(
+            1,
+            1,
+            Vec::new(),
+            None,
+            Arc::new(SharedBound::new(Objective::Max, None)),
+            events,
+        )
+    }
+
+    #[test]
+    fn the_last_provenance_record_is_kept_and_an_oversized_one_is_marked() {
+        let ctx = context();
+        assert_eq!(ctx.provenance_json(), None);
+        ctx.provenance(serde_json::json!({"exit": 1}));
+        ctx.provenance(serde_json::json!({"exit": 0}));
+        assert_eq!(ctx.provenance_json().as_deref(), Some(r#"{"exit":0}"#));
+        ctx.provenance(serde_json::json!({"tail": "x".repeat(MAX_PROVENANCE_BYTES)}));
+        let marked = ctx.provenance_json().unwrap();
+        assert!(marked.contains("provenance_dropped"), "{marked}");
+        assert!(marked.contains(&format!("more than the {MAX_PROVENANCE_BYTES} kept")));
+    }
+
+    #[test]
+    fn an_oversized_checkpoint_is_refused_and_the_previous_one_kept() {
+        let ctx = context();
+        ctx.checkpoint(vec![1; 10]);
+        ctx.checkpoint(vec![2; MAX_CHECKPOINT_BYTES + 1]);
+        assert_eq!(ctx.last_checkpoint(), Some(vec![1; 10]));
+        ctx.checkpoint(vec![3; MAX_CHECKPOINT_BYTES]);
+        assert_eq!(
+            ctx.last_checkpoint().map(|c| c.len()),
+            Some(MAX_CHECKPOINT_BYTES)
+        );
     }
 }

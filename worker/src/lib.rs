@@ -44,6 +44,10 @@ pub struct WorkerConfig {
     pub idle_lease_wait_ms: u32,
     /// Where to append the event stream, one JSON object per line (see [`events`]).
     pub events: Option<std::path::PathBuf>,
+    /// Its owner allows it to run users' native code from the coordinator (`exec`
+    /// campaigns: `grind-worker --allow-exec`; `grind run` sets it for its own workers).
+    /// Without it the coordinator grants no such units, and the worker refuses any it gets.
+    pub allow_exec: bool,
 }
 
 impl WorkerConfig {
@@ -60,6 +64,15 @@ impl WorkerConfig {
             idle_only: false,
             idle_lease_wait_ms: 2_000,
             events: None,
+            allow_exec: false,
+        }
+    }
+
+    /// What this worker states about itself when it registers, and checks units against.
+    pub fn host_facts(&self) -> grind_shared::placement::HostFacts {
+        grind_shared::placement::HostFacts {
+            native_code_allowed: self.allow_exec,
+            platform: grind_shared::placement::PLATFORM.to_string(),
         }
     }
 }

@@ -63,6 +63,12 @@ struct Args {
     /// $XDG_CACHE_HOME/grind/bundles or ~/.cache/grind/bundles).
     #[arg(long, env = "GRIND_BUNDLE_CACHE", value_name = "DIR")]
     bundle_cache: Option<PathBuf>,
+    /// Allow this worker to run users' own programs (exec campaigns): native code sent by
+    /// the coordinator, run sandboxed but with this worker's user rights. Only for machines
+    /// whose owner trusts the coordinator's campaigns; without it such units are never
+    /// granted here, and the worker refuses any it gets.
+    #[arg(long)]
+    allow_exec: bool,
 }
 
 fn parse_hours(text: &str) -> Result<f64, String> {
@@ -105,6 +111,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     )?;
     config.idle_only = args.idle_only;
     config.events = args.events;
+    config.allow_exec = args.allow_exec;
     if let Some(hours) = args.max_hours {
         config.max_runtime = Some(std::time::Duration::from_secs_f64(hours * 3600.0));
     }

@@ -247,6 +247,7 @@ async fn register(mut client: WorkerClient<Channel>, index: usize) -> Option<i64
         version: grind_shared::VERSION.into(),
         git_commit: String::new(),
         previous_worker_id: 0,
+        ..Default::default()
     };
     register_with_retries(&mut client, request, 50, Duration::from_millis(20), |_| {}).await
 }

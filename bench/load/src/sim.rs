@@ -252,6 +252,7 @@ async fn register(
         version: grind_shared::VERSION.into(),
         git_commit: String::new(),
         previous_worker_id: 0,
+        ..Default::default()
     };
     register_with_retries(client, request, 30, ERROR_BACKOFF, |status| {
         tally.error("register", status)
@@ -417,6 +418,7 @@ async fn release(
         cursor: Vec::new(),
         nodes: 0,
         cpu_seconds: 0.0,
+        reason: String::new(),
     };
     if let Err(status) = client.release(request).await {
         tally.error("release", status);

@@ -57,6 +57,21 @@ pub fn campaign(c: &pb::CampaignStatus) -> Value {
         "created_ms": c.created_ms,
         "finished_ms": (c.finished_ms > 0).then_some(c.finished_ms),
         "best_provenance": c.best_provenance.as_ref().map(provenance),
+        "held_claims": c.held_claims.iter().map(held_claim).collect::<Vec<_>>(),
+    })
+}
+
+/// A claim held because the campaign's verifier failed on it, as JSON.
+pub fn held_claim(h: &pb::HeldClaim) -> Value {
+    json!({
+        "id": h.id,
+        "worker_id": h.worker_id,
+        "unit": h.unit_id,
+        "source": h.source,
+        "claimed_score": h.claimed_score,
+        "reason": h.reason,
+        "at_ms": h.at_ms,
+        "solution": parse_json(&h.solution_json),
     })
 }
 
@@ -92,6 +107,7 @@ pub fn result(r: &pb::UnitResultRecord) -> Value {
         "wall_seconds": r.wall_seconds,
         "started_ms": r.started_ms,
         "provenance": r.provenance.as_ref().map(provenance),
+        "solver_provenance": (!r.provenance_json.is_empty()).then(|| parse_json(&r.provenance_json)),
     })
 }
 
@@ -164,6 +180,21 @@ pub fn campaign_row(c: &pb::CampaignStatus) -> String {
         format!("{row}  (running {})", crate::web::html::fmt_duration(ran))
     } else {
         row
+    };
+    // A finished campaign over the user's own split: the solver's claim, not a proof.
+    let row = if c.outcome.starts_with("claimed_") {
+        format!("{row}  (finished: the solver's claim)")
+    } else {
+        row
+    };
+    let row = match c.held_claims.first() {
+        Some(newest) => format!(
+            "{row}  [{} held: the checker failed on a claim by worker {}: {}]",
+            c.held_claims.len(),
+            newest.worker_id,
+            newest.reason
+        ),
+        None => row,
     };
     match verifying_note(&units, now_ms()) {
         Some(note) => format!("{row}  [{note}]"),
@@ -265,6 +296,12 @@ pub fn campaign_text(c: &pb::CampaignStatus) -> String {
         out += &format!(
             "found by: worker {} ({}) on {}, lease {}\n",
             p.worker_id, p.worker_name, p.host, p.lease_id
+        );
+    }
+    for h in &c.held_claims {
+        out += &format!(
+            "held:     claim {} ({} by worker {}, claimed {}): the verifier failed: {}\n",
+            h.id, h.source, h.worker_id, h.claimed_score, h.reason
         );
     }
     out

@@ -195,6 +195,9 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
         // The run ends when its campaigns do: an idle worker must see the stop at once, not
         // after a held lease call (the campaigns exist before the workers start).
         config.idle_lease_wait_ms = 0;
+        // One's own machine, one's own campaigns: users' solvers run without the opt-in
+        // a spare machine's worker needs (`grind-worker --allow-exec`).
+        config.allow_exec = true;
         workers.push(tokio::spawn(grind_worker::run(
             config,
             wait_for(workers_stop.clone()),

@@ -139,6 +139,9 @@ pub fn summary(c: &Value, budget_seconds: Option<f64>) -> String {
             outcome @ ("proven_optimum"
             | "proven_none_reaches_target"
             | "conditional_proof"
+            | "claimed_optimum"
+            | "claimed_none"
+            | "claimed_count"
             | "exact_count"),
         ) => {
             format!(" ({})", crate::views::outcome_words(outcome))

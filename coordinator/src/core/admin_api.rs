@@ -12,11 +12,17 @@ use crate::views;
 
 impl Coordinator {
     /// Creates a campaign, or one per member when the parameters name a family; returns
-    /// their ids.
+    /// their ids. Each instance's verifier is checked first, off the async runtime
+    /// (`Verification::self_check` with no sample: a user's checker run once), and a failing check
+    /// refuses the campaign.
     pub async fn create_campaigns(
         &self,
         req: pb::CreateCampaignRequest,
     ) -> Result<Vec<i64>, Error> {
+        let (problem, params_json) = (req.problem.clone(), req.params_json.clone());
+        tokio::task::spawn_blocking(move || check_at_creation(&problem, &params_json))
+            .await
+            .map_err(|e| Error::Internal(format!("the creation check panicked: {e}")))??;
         let ids = self
             .write(move |ctx| {
                 scheduler::create_campaigns(
@@ -183,4 +189,31 @@ impl Coordinator {
             },
         })
     }
+}
+
+/// Runs every instance's creation-time check (`Verification::self_check` with no sample) of a
+/// campaign (or of each family member) about to be created. Parameters that do not build
+/// pass here: the creation itself refuses them with their own error.
+fn check_at_creation(problem: &str, params_json: &str) -> Result<(), Error> {
+    let Ok(entry) = grind_shared::registry::lookup(problem) else {
+        return Ok(());
+    };
+    let Ok(params) = serde_json::from_str::<serde_json::Value>(params_json) else {
+        return Ok(());
+    };
+    let members = match entry.family(&params) {
+        Ok(Some(members)) => members,
+        Ok(None) => vec![params],
+        Err(_) => return Ok(()),
+    };
+    for member in &members {
+        if let Ok((_, instance)) = entry.build(member) {
+            instance.self_check(None).map_err(|e| {
+                Error::InvalidArgument(format!(
+                    "campaign refused: its verifier failed the check at creation: {e}"
+                ))
+            })?;
+        }
+    }
+    Ok(())
 }

@@ -11,6 +11,7 @@
 //! | [`admission`] | which worker calls are let in: unknown and banned workers, tokens, rate limits; bans |
 //! | [`admin_api`] | campaigns: create, status, state changes, leaderboard, export (rendered submissions), imports |
 //! | [`verify`] | re-checking what workers claim: solutions, counts, samples, child units |
+//! | [`claims`] | what the plumbing of users' solvers adds: claims held when the verifier fails, campaigns skipped for a worker, checkpoint sizes |
 
 use grind_proto::v1 as pb;
 use grind_shared::problem::Problem;
@@ -27,6 +28,7 @@ use governor::{DefaultKeyedRateLimiter, RateLimiter};
 
 pub mod admin_api;
 pub mod admission;
+pub mod claims;
 pub mod verify;
 pub mod worker_api;
 
@@ -56,6 +58,9 @@ struct Inner {
     /// The leases this coordinator granted whose results are not in yet: lease -> (its
     /// worker, its campaign), so that a completion finds its problem without a store read.
     granted: std::sync::Mutex<std::collections::HashMap<i64, (i64, i64)>>,
+    /// (worker, campaign) pairs whose skip (the worker may not run the campaign's units) is
+    /// in the event log already.
+    skips_noted: std::sync::Mutex<std::collections::HashSet<(i64, i64)>>,
     /// Workers known not to be banned, with the token they registered with.
     admitted: std::sync::Mutex<std::collections::HashMap<i64, Option<i64>>>,
     /// Calls per second allowed to each worker identity (none: unlimited).
@@ -85,6 +90,7 @@ impl Coordinator {
                 bounds,
                 hungry: Default::default(),
                 granted: Default::default(),
+                skips_noted: Default::default(),
                 admitted: Default::default(),
                 worker_calls: (config_limits.0 > 0)
                     .then(|| RateLimiter::keyed(admission::per_second(config_limits.0))),

@@ -1,10 +1,12 @@
 //! Verification: what a worker claims is re-checked with the problem's verifier, off the
 //! async runtime (solutions re-scored, counts parsed, samples and child units checked). A
-//! claim that does not check out is an error and changes nothing.
+//! claim that does not check out is an error and changes nothing. A claim whose check
+//! failed in the verifier itself ([`ProblemError::VerifierFailed`]: a user's checker
+//! crashed) is neither: it is held for the operator ([`VerifiedResult::Held`]).
 
 use grind_proto::v1 as pb;
 use grind_shared::count::parse_count;
-use grind_shared::problem::{Objective, Problem};
+use grind_shared::problem::{Objective, Problem, ProblemError, MAX_PROVENANCE_BYTES};
 use std::sync::Arc;
 
 use crate::error::Error;
@@ -17,22 +19,63 @@ pub const MAX_SAMPLES_PER_RESULT: usize = 1_000_000;
 /// Most child units one result may create.
 pub const MAX_CHILDREN_PER_RESULT: usize = 100_000;
 
+/// Why a claimed solution was not accepted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum Refuted {
+    /// The claim is wrong: held against the worker who made it.
+    Invalid(String),
+    /// The verifier itself failed (a user's checker crashed, hung or printed nonsense):
+    /// the claim is held for the operator, not against the worker.
+    VerifierFailed(String),
+}
+
+impl std::fmt::Display for Refuted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refuted::Invalid(reason) => f.write_str(reason),
+            Refuted::VerifierFailed(reason) => write!(f, "the verifier failed: {reason}"),
+        }
+    }
+}
+
 /// Re-scores a solution with the problem's verifier, off the async runtime.
 pub(super) async fn verify_solution(
     problem: Arc<dyn Problem>,
     solution_json: &str,
-) -> Result<i64, String> {
+) -> Result<i64, Refuted> {
     if solution_json.len() > MAX_SOLUTION_BYTES {
-        return Err(format!(
+        return Err(Refuted::Invalid(format!(
             "solution is {} bytes, more than the {MAX_SOLUTION_BYTES} accepted",
             solution_json.len()
-        ));
+        )));
     }
-    let solution: serde_json::Value =
-        serde_json::from_str(solution_json).map_err(|e| format!("solution is not JSON: {e}"))?;
-    tokio::task::spawn_blocking(move || problem.score(&solution).map_err(|e| e.to_string()))
-        .await
-        .map_err(|e| format!("verifier crashed: {e}"))?
+    let solution: serde_json::Value = serde_json::from_str(solution_json)
+        .map_err(|e| Refuted::Invalid(format!("solution is not JSON: {e}")))?;
+    tokio::task::spawn_blocking(move || {
+        problem.score(&solution).map_err(|e| match e {
+            ProblemError::VerifierFailed(reason) => Refuted::VerifierFailed(reason),
+            other => Refuted::Invalid(other.to_string()),
+        })
+    })
+    .await
+    .map_err(|e| Refuted::Invalid(format!("verifier crashed: {e}")))?
+}
+
+/// Checks a solver's provenance record: JSON, at most [`MAX_PROVENANCE_BYTES`]; `None` when
+/// there is none.
+pub(super) fn checked_provenance(record: &str) -> Result<Option<String>, Error> {
+    if record.is_empty() {
+        return Ok(None);
+    }
+    if record.len() > MAX_PROVENANCE_BYTES {
+        return Err(Error::InvalidArgument(format!(
+            "the provenance record is {} bytes, more than the {MAX_PROVENANCE_BYTES} accepted",
+            record.len()
+        )));
+    }
+    serde_json::from_str::<serde_json::Value>(record)
+        .map_err(|e| Error::InvalidArgument(format!("the provenance record is not JSON: {e}")))?;
+    Ok(Some(record.to_string()))
 }
 
 /// Checks a unit result against its campaign's objective; CPU-heavy checks run off the
@@ -57,15 +100,28 @@ pub(super) async fn verify_result(
             ))
         }
         Objective::Max | Objective::Min => {
-            let hits = verify_samples(problem.clone(), &result.samples).await?;
+            let hits = match verify_samples(problem.clone(), &result.samples).await? {
+                Ok(hits) => hits,
+                Err(held) => return Ok(held),
+            };
             let children =
                 verify_children(problem.clone(), covered_payload, &result.children).await?;
             if result.best_solution_json.is_empty() {
                 return Ok(VerifiedResult::Best(None, hits, children));
             }
-            let score = verify_solution(problem, &result.best_solution_json)
-                .await
-                .map_err(|reason| Error::InvalidArgument(format!("result rejected: {reason}")))?;
+            let score = match verify_solution(problem, &result.best_solution_json).await {
+                Ok(score) => score,
+                Err(Refuted::VerifierFailed(reason)) => {
+                    return Ok(VerifiedResult::Held {
+                        solution: result.best_solution_json.clone(),
+                        claimed_score: result.best_score,
+                        reason,
+                    })
+                }
+                Err(Refuted::Invalid(reason)) => {
+                    return Err(Error::InvalidArgument(format!("result rejected: {reason}")))
+                }
+            };
             if score != result.best_score {
                 return Err(Error::InvalidArgument(format!(
                     "result rejected: claimed score {} but the solution scores {score}",
@@ -81,9 +137,10 @@ pub(super) async fn verify_result(
         _ if !result.children.is_empty() => Err(Error::InvalidArgument(
             "child units are only accepted from optimisation campaigns".into(),
         )),
-        Objective::Sample => Ok(VerifiedResult::Samples(
-            verify_samples(problem, &result.samples).await?,
-        )),
+        Objective::Sample => Ok(match verify_samples(problem, &result.samples).await? {
+            Ok(samples) => VerifiedResult::Samples(samples),
+            Err(held) => held,
+        }),
     }
 }
 
@@ -129,13 +186,14 @@ async fn verify_children(
     .map_err(|e| Error::Internal(format!("child verifier crashed: {e}")))?
 }
 
-/// Checks every sample (or proof-mode hit) with the problem's verifier, off the runtime.
+/// Checks every sample (or proof-mode hit) with the problem's verifier, off the runtime;
+/// `Ok(Err(held))` when the verifier itself failed on one (the result is then held).
 async fn verify_samples(
     problem: Arc<dyn Problem>,
     samples: &[String],
-) -> Result<Vec<String>, Error> {
+) -> Result<Result<Vec<String>, VerifiedResult>, Error> {
     if samples.is_empty() {
-        return Ok(Vec::new());
+        return Ok(Ok(Vec::new()));
     }
     if samples.len() > MAX_SAMPLES_PER_RESULT {
         return Err(Error::InvalidArgument(
@@ -147,11 +205,23 @@ async fn verify_samples(
         for (index, text) in samples.iter().enumerate() {
             let value: serde_json::Value = serde_json::from_str(text)
                 .map_err(|e| Error::InvalidArgument(format!("sample {index} is not JSON: {e}")))?;
-            problem
-                .verify_sample(&value)
-                .map_err(|e| Error::InvalidArgument(format!("sample {index} rejected: {e}")))?;
+            match problem.verify_sample(&value) {
+                Ok(()) => {}
+                Err(ProblemError::VerifierFailed(reason)) => {
+                    return Ok(Err(VerifiedResult::Held {
+                        solution: text.clone(),
+                        claimed_score: 0,
+                        reason: format!("sample {index}: {reason}"),
+                    }))
+                }
+                Err(e) => {
+                    return Err(Error::InvalidArgument(format!(
+                        "sample {index} rejected: {e}"
+                    )))
+                }
+            }
         }
-        Ok(samples)
+        Ok(Ok(samples))
     })
     .await
     .map_err(|e| Error::Internal(format!("sample verifier crashed: {e}")))?

@@ -8,7 +8,7 @@ use grind_shared::problem::Problem;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::verify::{verify_result, verify_solution};
+use super::verify::{checked_provenance, verify_result, verify_solution, Refuted};
 use super::Coordinator;
 use crate::auth::Caller;
 use crate::error::Error;
@@ -61,12 +61,12 @@ impl Coordinator {
         let deadline = tokio::time::Instant::now() + wait;
         let mut new_work = self.inner.new_work.subscribe();
         loop {
-            let leases = self
+            let granted = self
                 .write(move |ctx| scheduler::grant_leases(ctx, worker_id, capacity, max_units))
                 .await?;
             let waited_out = tokio::time::Instant::now() >= deadline;
-            if !leases.is_empty() || capacity == 0 || waited_out {
-                let mut reply = self.lease_reply(worker_id, capacity, leases);
+            if !granted.leases.is_empty() || capacity == 0 || waited_out {
+                let mut reply = self.lease_reply(worker_id, capacity, granted).await;
                 if waited_out && !wait.is_zero() {
                     // It has already waited: it may ask again at once.
                     reply.retry_after_ms = 0;
@@ -78,14 +78,17 @@ impl Coordinator {
         }
     }
 
-    /// The reply to a request for `capacity` leases that got `leases`; notes a short answer
-    /// (the worker is hungry: running units are then asked to donate).
-    fn lease_reply(
+    /// The reply to a request for `capacity` leases that got `granted`; notes a short answer
+    /// (the worker is hungry: running units are then asked to donate) and, once per worker
+    /// and campaign, a campaign skipped for the worker (`campaign_skipped` event).
+    async fn lease_reply(
         &self,
         worker_id: i64,
         capacity: u32,
-        leases: Vec<pb::LeaseGrant>,
+        granted: scheduler::Granted,
     ) -> pb::LeaseReply {
+        let scheduler::Granted { leases, skipped } = granted;
+        self.note_skipped(worker_id, &skipped).await;
         self.note_hunger(worker_id, (leases.len() as u32) < capacity);
         self.note_granted(worker_id, &leases);
         let retry_after_ms = if leases.is_empty() {
@@ -96,6 +99,7 @@ impl Coordinator {
         pb::LeaseReply {
             leases,
             retry_after_ms,
+            skipped,
         }
     }
 
@@ -105,6 +109,9 @@ impl Coordinator {
             return Err(Error::InvalidArgument(
                 "too many leases in one heartbeat".into(),
             ));
+        }
+        for progress in &req.leases {
+            super::claims::check_checkpoint_size(progress.lease_id, &progress.cursor)?;
         }
         let idle = self.workers_idle();
         let reply = self
@@ -135,7 +142,10 @@ impl Coordinator {
         }
         let score = match verify_solution(problem, &req.solution_json).await {
             Ok(score) => score,
-            Err(reason) => return self.reject_improvement(&req, reason).await,
+            Err(Refuted::VerifierFailed(reason)) => {
+                return self.hold_improvement(&req, &lease, reason).await
+            }
+            Err(Refuted::Invalid(reason)) => return self.reject_improvement(&req, reason).await,
         };
         if score != req.claimed_score {
             let reason = format!(
@@ -171,6 +181,7 @@ impl Coordinator {
             } else {
                 "not better than the campaign's best".into()
             },
+            held: false,
         })
     }
 
@@ -203,6 +214,7 @@ impl Coordinator {
     /// kept and donated parts cover the donor's unit exactly (`Problem::check_donation`). A
     /// donation that fails is refused and recorded against the worker (`donation_rejected`).
     pub async fn donate(&self, req: pb::DonateRequest) -> Result<pb::DonateReply, Error> {
+        super::claims::check_checkpoint_size(req.lease_id, &req.remaining_cursor)?;
         if req.units.len() > scheduler::MAX_DONATED {
             return Err(Error::InvalidArgument(format!(
                 "{} donated units is more than the {} allowed at once",
@@ -346,7 +358,7 @@ impl Coordinator {
                 let leases = if capacity > 0 {
                     scheduler::flows::grant::grant_more(ctx, worker_id, capacity, max_units)?
                 } else {
-                    Vec::new()
+                    scheduler::Granted::default()
                 };
                 Ok((outcomes, leases))
             })
@@ -358,7 +370,11 @@ impl Coordinator {
                 .filter(|(_, outcome)| outcome.reply.is_some())
                 .map(|(&lease_id, _)| lease_id),
         );
-        let lease = (capacity > 0).then(|| self.lease_reply(worker_id, capacity, leases));
+        let lease = if capacity > 0 {
+            Some(self.lease_reply(worker_id, capacity, leases).await)
+        } else {
+            None
+        };
         Ok(pb::CompleteBatchReply { outcomes, lease })
     }
 
@@ -382,12 +398,14 @@ impl Coordinator {
         let result = req
             .result
             .ok_or_else(|| Error::InvalidArgument("a completion needs a result".into()))?;
+        let provenance = checked_provenance(&result.provenance_json)?;
         let verified = verify_result(problem, &result, &req.unit_payload).await?;
         Ok(Settlement {
             worker_id: req.worker_id,
             lease_id: req.lease_id,
             covered: req.unit_payload,
             verified,
+            provenance,
             usage: Usage {
                 nodes: result.nodes,
                 cpu_seconds: sane_seconds(result.cpu_seconds),
@@ -400,14 +418,24 @@ impl Coordinator {
 
     /// Takes a lease back unfinished.
     pub async fn release(&self, req: pb::ReleaseRequest) -> Result<pb::ReleaseReply, Error> {
+        super::claims::check_checkpoint_size(req.lease_id, &req.cursor)?;
         let usage = Usage {
             nodes: req.nodes,
             cpu_seconds: sane_seconds(req.cpu_seconds),
             ..Default::default()
         };
         let lease_id = req.lease_id;
+        let mut reason = req.reason;
+        reason.truncate(2000);
         self.write(move |ctx| {
-            scheduler::release(ctx, req.worker_id, req.lease_id, &req.cursor, usage)
+            scheduler::release(
+                ctx,
+                req.worker_id,
+                req.lease_id,
+                &req.cursor,
+                usage,
+                &reason,
+            )
         })
         .await?;
         self.forget_granted([lease_id]);
@@ -477,6 +505,7 @@ struct Settlement {
     covered: Vec<u8>,
     verified: VerifiedResult,
     usage: Usage,
+    provenance: Option<String>,
 }
 
 impl Settlement {
@@ -489,6 +518,7 @@ impl Settlement {
             &self.covered,
             &self.verified,
             self.usage,
+            self.provenance.as_deref(),
         )
     }
 }

@@ -37,8 +37,9 @@ pub use flows::campaign::{change_state, create_campaign, create_campaigns, Actio
 pub use flows::complete::complete;
 pub use flows::donate::{donate, donation_basis, MAX_DONATED};
 pub use flows::expire::expire_leases;
-pub use flows::grant::grant_leases;
+pub use flows::grant::{grant_leases, Granted};
 pub use flows::heartbeat::{heartbeat, HeldLeases};
+pub use flows::held::hold_claim;
 pub use flows::improve::improve;
 pub use flows::lease_end::{grace_after_restart, release};
 pub use flows::proof::import_record;
@@ -48,6 +49,7 @@ pub use rules::settle::replicate;
 pub use tables::campaigns::running_bounds;
 pub use tables::events::event;
 pub use tables::leases::{load_lease, owned_lease, LeaseRow};
+pub use tables::results::HeldInsert;
 pub use tables::workers::{touch_worker, worker_standing};
 
 /// What every scheduler operation needs: the open transaction, the time, the settings, the
@@ -180,6 +182,17 @@ pub enum VerifiedResult {
     Samples(Vec<String>),
     /// The solver failed on the worker; counts as a failed attempt.
     Failed(String),
+    /// The problem's verifier itself failed on the result's solution or one of its samples
+    /// (`ProblemError::VerifierFailed`): the claim is held for the operator, the unit runs
+    /// again, and no attempt is counted.
+    Held {
+        /// The claimed solution (or sample) as the worker sent it.
+        solution: String,
+        /// The score the worker claimed (0 for a sample).
+        claimed_score: i64,
+        /// What the verifier said.
+        reason: String,
+    },
 }
 
 /// A unit created by another unit's result, checked by the problem.

@@ -316,6 +316,7 @@ pub fn campaign(d: &CampaignDetail) -> Markup {
         h2 { "Parameters" }
         (params_cell(&s.problem, &s.params_json))
         (rests_on(s))
+        (held_claims(s))
         h2 { "Incumbent" }
         @if let Some(drawing) = &d.drawing { div.drawing { (drawing) } }
         @match &d.rendering {
@@ -400,6 +401,33 @@ fn improvements_table(improvements: &[Improvement], current_solver: u32) -> Mark
                                     None => { "running" }
                                 }
                             }
+                        }
+                    }
+                }
+            } }
+        }
+    }
+}
+
+/// Claims held because the verifier itself failed on them (nothing when none).
+fn held_claims(s: &pb::CampaignStatus) -> Markup {
+    html! {
+        @if !s.held_claims.is_empty() {
+            h2 { "Held claims (the checker failed; not accepted, not held against the worker)" }
+            div.scroll { table #held {
+                thead { tr {
+                    th.num { "#" } th { "When (UTC)" } th { "Source" } th.num { "Worker" }
+                    th.num { "Claimed" } th { "Why" }
+                } }
+                tbody {
+                    @for h in &s.held_claims {
+                        tr {
+                            td.num { (h.id) }
+                            td { (fmt_time(h.at_ms)) }
+                            td { (h.source) }
+                            td.num { (h.worker_id) }
+                            td.num { (h.claimed_score) }
+                            td.wrap { (shorten(&h.reason, MAX_DETAIL_CHARS)) }
                         }
                     }
                 }

@@ -52,6 +52,7 @@ pub async fn register<T: Transport>(client: &mut WorkerClient<T>, name: &str) ->
             version: "test".into(),
             git_commit: "test".into(),
             previous_worker_id: 0,
+            ..Default::default()
         })
         .await
         .expect("register")
@@ -164,6 +165,7 @@ impl<T: Transport> RawWorker<T> {
                 cursor,
                 nodes: 0,
                 cpu_seconds: 0.0,
+                ..Default::default()
             })
             .await?;
         Ok(())

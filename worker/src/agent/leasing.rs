@@ -69,8 +69,18 @@ impl<C: Coordinator> Agent<C> {
         }
     }
 
-    /// Queues granted leases and starts what free threads can take.
+    /// Queues granted leases and starts what free threads can take; logs, once each, the
+    /// campaigns the coordinator skipped for this worker and why.
     pub(super) fn take_grants(&mut self, reply: pb::LeaseReply) {
+        for skip in &reply.skipped {
+            if self.skips_logged.insert(skip.campaign_id) {
+                tracing::info!(
+                    "campaign {} is not for this worker: {}",
+                    skip.campaign_id,
+                    skip.reason
+                );
+            }
+        }
         if reply.leases.is_empty() {
             let wait = reply.retry_after_ms.clamp(10, 10_000) as u64;
             self.next_lease = Instant::now() + Duration::from_millis(wait);
@@ -101,6 +111,7 @@ impl<C: Coordinator> Agent<C> {
                     cursor: grant.cursor,
                     nodes: 0,
                     cpu_seconds: 0.0,
+                    reason: String::new(),
                 },
                 UnitTag {
                     campaign_id: grant.campaign_id,
@@ -147,6 +158,11 @@ impl<C: Coordinator> Agent<C> {
                 return;
             }
         };
+        if let Err(reason) = problem.requirements().admits(&self.config.host_facts()) {
+            // Defence in depth: the coordinator should not have granted it.
+            self.refuse(grant, reason);
+            return;
+        }
         let bound = self
             .bounds
             .for_campaign(grant.campaign_id, problem.objective());
@@ -172,5 +188,27 @@ impl<C: Coordinator> Agent<C> {
                 cancelled: false,
             },
         );
+    }
+
+    /// Hands a granted unit back unstarted because this worker may not run its problem's
+    /// solver (`Placement::requirements`), saying why.
+    fn refuse(&mut self, grant: pb::LeaseGrant, reason: String) {
+        tracing::warn!(
+            "lease {}: refusing to run campaign {}'s unit: {reason}",
+            grant.lease_id,
+            grant.campaign_id
+        );
+        self.outbox.push(Outgoing::Release(
+            pb::ReleaseRequest {
+                worker_id: self.worker_id,
+                lease_id: grant.lease_id,
+                // Empty: the unit's checkpoint stays as it is, its writer's.
+                cursor: Vec::new(),
+                nodes: 0,
+                cpu_seconds: 0.0,
+                reason: format!("this worker refuses the unit: {reason}"),
+            },
+            UnitTag::of(&grant),
+        ));
     }
 }

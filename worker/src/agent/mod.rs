@@ -82,6 +82,8 @@ struct Agent<C: Coordinator> {
     idle: Option<(IdleMonitor, Instant)>,
     /// True while `--idle-only` holds work back because the machine is busy.
     paused: bool,
+    /// Campaigns the coordinator said this worker may not run, already logged.
+    skips_logged: std::collections::HashSet<i64>,
     /// Events from the running units. Handled while calls are in flight too, so that a
     /// finished unit's thread starts its queued unit without waiting for a round trip.
     events: Option<mpsc::UnboundedReceiver<UnitEvent>>,
@@ -130,6 +132,7 @@ pub async fn run_with<C: Coordinator>(
         bound_watch: None,
         idle: None,
         paused: false,
+        skips_logged: Default::default(),
         events: Some(events_rx),
     };
     if agent.config.idle_only {

@@ -156,16 +156,25 @@ impl<C: Coordinator> Agent<C> {
                 let reply = self
                     .waiting(async move { client.improve(call).await })
                     .await?;
-                tracing::info!(
-                    "improvement {} for campaign {}: {}",
-                    reply.verified_score,
-                    req.campaign_id,
-                    if reply.accepted {
-                        "accepted"
-                    } else {
-                        "not better"
-                    }
-                );
+                if reply.held {
+                    tracing::warn!(
+                        "improvement {} for campaign {}: {}",
+                        req.claimed_score,
+                        req.campaign_id,
+                        reply.reason
+                    );
+                } else {
+                    tracing::info!(
+                        "improvement {} for campaign {}: {}",
+                        reply.verified_score,
+                        req.campaign_id,
+                        if reply.accepted {
+                            "accepted"
+                        } else {
+                            "not better"
+                        }
+                    );
+                }
                 if reply.accepted {
                     self.log.emit(WorkerEvent::ImprovementAccepted {
                         worker_id: self.summary.worker_id,
@@ -283,6 +292,11 @@ impl<C: Coordinator> Agent<C> {
 
     /// Counts an acknowledged completion.
     fn note_completion(&mut self, lease_id: i64, tag: UnitTag, reply: &pb::CompleteReply) {
+        if reply.held {
+            // The verifier failed on it, not the worker: the unit runs again.
+            tracing::warn!("lease {lease_id}: {}", reply.detail);
+            return;
+        }
         if reply.duplicate {
             tracing::info!("lease {lease_id}: {}", reply.detail);
             self.log.emit(WorkerEvent::ResultDuplicate {

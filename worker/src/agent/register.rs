@@ -20,6 +20,8 @@ impl<C: Coordinator> Agent<C> {
             version: grind_shared::VERSION.to_string(),
             git_commit: grind_shared::GIT_COMMIT.to_string(),
             previous_worker_id: self.summary.worker_id,
+            native_code_allowed: self.config.allow_exec,
+            platform: grind_shared::placement::PLATFORM.to_string(),
         };
         let client = self.client.clone();
         match self

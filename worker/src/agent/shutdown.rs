@@ -42,6 +42,7 @@ impl<C: Coordinator> Agent<C> {
                             cursor: unit.ctx.last_checkpoint().unwrap_or_default(),
                             nodes: unit.ctx.nodes(),
                             cpu_seconds: 0.0,
+                            reason: String::new(),
                         },
                         UnitTag::of(&unit.grant),
                     ));

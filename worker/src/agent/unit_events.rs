@@ -88,12 +88,14 @@ impl<C: Coordinator> Agent<C> {
                             cursor: unit.ctx.last_checkpoint().unwrap_or_default(),
                             nodes,
                             cpu_seconds,
+                            reason: String::new(),
                         },
                         tag,
                     ));
                 }
             }
-            Report::Result(result) => {
+            Report::Result(mut result) => {
+                result.provenance_json = unit.ctx.provenance_json().unwrap_or_default();
                 self.pace.unit_took(wall_seconds);
                 tracing::info!(
                     "lease {lease_id} finished in {wall_seconds:.3}s wall, {cpu_seconds:.3}s CPU"

@@ -64,6 +64,8 @@ pub struct State {
     pub attempted_while_down: Vec<i64>,
     pub releases: Vec<pb::ReleaseRequest>,
     pub heartbeats: Vec<pb::HeartbeatRequest>,
+    /// Accepted results as sent (lease id -> result).
+    pub results: BTreeMap<i64, pb::UnitResult>,
 }
 
 impl State {
@@ -151,6 +153,7 @@ impl State {
         pb::LeaseReply {
             leases,
             retry_after_ms: 20,
+            ..Default::default()
         }
     }
 
@@ -177,6 +180,7 @@ impl State {
                 accepted: false,
                 duplicate: true,
                 detail: "already finished".into(),
+                ..Default::default()
             });
         }
         if !lease.active {
@@ -188,11 +192,13 @@ impl State {
         }
         lease.active = false;
         lease.completed = true;
-        self.accepted.insert(req.lease_id, result.count);
+        self.accepted.insert(req.lease_id, result.count.clone());
+        self.results.insert(req.lease_id, result);
         Ok(pb::CompleteReply {
             accepted: true,
             duplicate: false,
             detail: String::new(),
+            ..Default::default()
         })
     }
 }

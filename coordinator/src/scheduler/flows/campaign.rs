@@ -97,6 +97,7 @@ pub fn create_campaign(ctx: &Ctx, new: &NewCampaign) -> Result<i64, Error> {
             params_json: &canonical_text,
             objective: problem.objective().as_str(),
             exhaustive: problem.exhaustive(),
+            coverage_checked: problem.coverage_checked(),
             solver_version: entry.solver_version,
             verify_rate,
             max_attempts,

@@ -9,7 +9,7 @@
 use grind_proto::v1 as pb;
 use serde_json::json;
 
-use super::{expire, finish, incumbent};
+use super::{expire, finish, held, incumbent};
 use crate::error::Error;
 use crate::scheduler::rules::settle::{
     count_verdict, dispute_gives_up, intake, kept, replicate, search_verdict, Arrival,
@@ -23,6 +23,7 @@ use crate::scheduler::{Ctx, Origin, Subject, Usage, VerifiedResult};
 /// Takes a worker's (already verified) result for a lease. Idempotent per unit: a result
 /// for a unit that is already finished is acknowledged as a duplicate and changes nothing.
 /// The caller has checked that the worker stands (`touch_worker`) in the same write.
+/// `provenance` is the solver's record of the run (checked JSON), kept with the result.
 pub fn complete(
     ctx: &Ctx,
     worker_id: i64,
@@ -30,6 +31,7 @@ pub fn complete(
     covered_payload: &[u8],
     result: &VerifiedResult,
     usage: Usage,
+    provenance: Option<&str>,
 ) -> Result<pb::CompleteReply, Error> {
     let found = leases::load_with_unit(ctx.conn, lease_id)?
         .ok_or_else(|| Error::NotFound(format!("unknown lease {lease_id}")))?;
@@ -54,7 +56,12 @@ pub fn complete(
         Intake::Ignore => return ignore_result(ctx, &lease),
         Intake::Take => {}
     }
-    if payload != covered_payload && !matches!(result, VerifiedResult::Failed(_)) {
+    if payload != covered_payload
+        && !matches!(
+            result,
+            VerifiedResult::Failed(_) | VerifiedResult::Held { .. }
+        )
+    {
         return Err(Error::FailedPrecondition(format!(
             "lease {lease_id}: the result covers a different part of unit {} than the unit \
              now holds (a donation was lost or the payload is wrong); not counted",
@@ -63,6 +70,11 @@ pub fn complete(
     }
     let (value, solution) = match result {
         VerifiedResult::Failed(reason) => return record_failure(ctx, &lease, reason),
+        VerifiedResult::Held {
+            solution,
+            claimed_score,
+            reason,
+        } => return held::hold_result(ctx, &lease, solution, *claimed_score, reason),
         VerifiedResult::Count(count) => (count.clone(), None),
         VerifiedResult::Best(Some((solution, score)), _, _) => {
             (score.to_string(), Some(solution.as_str()))
@@ -77,7 +89,7 @@ pub fn complete(
     }
     leases::mark_completed(ctx, lease.id)?;
     campaigns::add_usage(ctx, lease.campaign_id, usage)?;
-    let result_id = results::insert(ctx, &lease, &value, solution, usage)?;
+    let result_id = results::insert(ctx, &lease, &value, solution, usage, provenance)?;
     events::append(
         ctx,
         "result",
@@ -91,6 +103,7 @@ pub fn complete(
         accepted: true,
         duplicate: false,
         detail: String::new(),
+        held: false,
     })
 }
 
@@ -116,6 +129,7 @@ fn record_failure(ctx: &Ctx, lease: &LeaseRow, reason: &str) -> Result<pb::Compl
         accepted: false,
         duplicate: false,
         detail: format!("solver error recorded: {reason}"),
+        held: false,
     })
 }
 
@@ -158,8 +172,8 @@ fn apply_result(
             insert_samples(ctx, lease, result_id, samples)?;
             finish_unit(ctx, lease, value, &[result_id])
         }
-        VerifiedResult::Failed(_) => Err(Error::Internal(format!(
-            "lease {}: a failed run reached settlement",
+        VerifiedResult::Failed(_) | VerifiedResult::Held { .. } => Err(Error::Internal(format!(
+            "lease {}: a failed or held run reached settlement",
             lease.id
         ))),
     }
@@ -215,6 +229,7 @@ fn duplicate(detail: &str) -> pb::CompleteReply {
         accepted: false,
         duplicate: true,
         detail: detail.to_string(),
+        held: false,
     }
 }
 

@@ -39,12 +39,12 @@ fn finish_if_complete(ctx: &Ctx, campaign_id: i64) -> Result<Option<&'static str
     if new_state == "done" {
         restate_proven_solution(ctx, campaign_id)?;
     }
-    campaign_event(
-        ctx,
-        campaign_id,
-        "campaign_finished",
-        json!({"state": new_state, "failed_units": failed}),
-    )?;
+    let mut detail = json!({"state": new_state, "failed_units": failed});
+    if !campaigns::coverage_checked(ctx, campaign_id)? {
+        // The units were the user's split: finishing them is the solver's claim.
+        detail["claimed"] = true.into();
+    }
+    campaign_event(ctx, campaign_id, "campaign_finished", detail)?;
     ctx.page_changed();
     ctx.bounds_changed();
     Ok(Some(new_state))

@@ -13,17 +13,30 @@ use crate::scheduler::tables::units::NewUnit;
 use crate::scheduler::tables::{campaigns, events, leases, results, units, workers};
 use crate::scheduler::{Ctx, Subject};
 
+/// What a lease request got: its leases, and the running campaigns whose units the worker
+/// may not run (their problem's `requirements()` refuse its host facts), with why.
+#[derive(Debug, Default)]
+pub struct Granted {
+    /// The leases granted.
+    pub leases: Vec<pb::LeaseGrant>,
+    /// Campaigns skipped for this worker, and why.
+    pub skipped: Vec<pb::CampaignSkipped>,
+}
+
 /// Grants up to `capacity` leases to a worker (checked to stand), sharing them fairly
 /// among running campaigns (fewest active leases first, then least recently served, so that
 /// many campaigns on few workers take turns) and producing units lazily from each
 /// campaign's splitter. A campaign whose predecessor is still running or paused gets only
-/// the slots left over, the earliest such campaign first.
+/// the slots left over, the earliest such campaign first. A campaign whose problem's
+/// requirements the worker's host facts do not meet is skipped (and named in
+/// [`Granted::skipped`]); the facts are read only when some running campaign has
+/// requirements.
 pub fn grant_leases(
     ctx: &Ctx,
     worker_id: i64,
     capacity: u32,
     max_units: u32,
-) -> Result<Vec<pb::LeaseGrant>, Error> {
+) -> Result<Granted, Error> {
     workers::touch_worker(ctx, worker_id)?;
     grant_more(ctx, worker_id, capacity, max_units)
 }
@@ -34,7 +47,7 @@ pub fn grant_more(
     worker_id: i64,
     capacity: u32,
     max_units: u32,
-) -> Result<Vec<pb::LeaseGrant>, Error> {
+) -> Result<Granted, Error> {
     let held = leases::held_count(ctx, worker_id)?;
     // Runs only for workers that take them (`max_units` above `capacity`).
     let max_units = if max_units == 0 { capacity } else { max_units };
@@ -42,7 +55,13 @@ pub fn grant_more(
     let mut room = ((i64::from(ctx.config.max_leases_per_worker) - held).max(0) as usize)
         .min(max_units as usize);
     let mut remaining = (capacity.min(ctx.config.max_capacity) as usize).min(room);
-    let campaigns = campaigns::running_in_turn(ctx)?;
+    let mut campaigns = campaigns::running_in_turn(ctx)?;
+    let skipped = if remaining == 0 {
+        Vec::new()
+    } else {
+        refused_campaigns(ctx, worker_id, &campaigns)?
+    };
+    campaigns.retain(|c| !skipped.iter().any(|s| s.campaign_id == c.0));
     let ready = campaigns.iter().filter(|c| !c.1).count();
     let mut grants = Vec::new();
     for (index, (campaign_id, waiting)) in campaigns.iter().enumerate() {
@@ -65,7 +84,37 @@ pub fn grant_more(
         remaining = remaining.saturating_sub(got.len().div_ceil(run)).min(room);
         grants.extend(got);
     }
-    Ok(grants)
+    Ok(Granted {
+        leases: grants,
+        skipped,
+    })
+}
+
+/// The running campaigns whose problem's requirements refuse `worker_id`'s host facts, with
+/// why. Requirements come from the problem cache; the worker's facts are read once, and only
+/// when some campaign has requirements at all.
+fn refused_campaigns(
+    ctx: &Ctx,
+    worker_id: i64,
+    running: &[(i64, bool)],
+) -> Result<Vec<pb::CampaignSkipped>, Error> {
+    let mut facts = None;
+    let mut refused = Vec::new();
+    for &(campaign_id, _) in running {
+        let Some(needs) = ctx.problems.requirements(ctx.conn, campaign_id)? else {
+            continue;
+        };
+        if facts.is_none() {
+            facts = Some(workers::host_facts(ctx.conn, worker_id)?);
+        }
+        if let Err(reason) = needs.admits(facts.as_ref().expect("just read")) {
+            refused.push(pb::CampaignSkipped {
+                campaign_id,
+                reason,
+            });
+        }
+    }
+    Ok(refused)
 }
 
 /// The pacing measure of a campaign, from its latest results.

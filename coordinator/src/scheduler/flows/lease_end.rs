@@ -69,12 +69,14 @@ pub fn grace_after_restart(ctx: &Ctx) -> Result<usize, Error> {
 }
 
 /// A worker gives a lease back unfinished; its checkpoint is kept and no attempt is counted.
+/// `reason` (empty for a stop) says why, when the worker refused to run the unit.
 pub fn release(
     ctx: &Ctx,
     worker_id: i64,
     lease_id: i64,
     cursor: &[u8],
     usage: Usage,
+    reason: &str,
 ) -> Result<(), Error> {
     let lease = leases::owned_lease(ctx.conn, worker_id, lease_id)?;
     if lease.state != "active" {
@@ -82,11 +84,12 @@ pub fn release(
     }
     end_lease(ctx, &lease, "released", false, Some(cursor))?;
     campaigns::add_usage(ctx, lease.campaign_id, usage)?;
-    released_event(
-        ctx,
-        &lease,
-        json!({"checkpoint": !cursor.is_empty(), "nodes": usage.nodes, "cpu_seconds": usage.cpu_seconds}),
-    )
+    let mut detail = json!({"checkpoint": !cursor.is_empty(), "nodes": usage.nodes,
+                            "cpu_seconds": usage.cpu_seconds});
+    if !reason.is_empty() {
+        detail["reason"] = reason.into();
+    }
+    released_event(ctx, &lease, detail)
 }
 
 /// Records that `lease` was handed back (by its worker, or taken back as forgotten).

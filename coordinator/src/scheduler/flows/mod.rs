@@ -13,6 +13,7 @@ pub mod expire;
 pub mod finish;
 pub mod grant;
 pub mod heartbeat;
+pub mod held;
 pub mod improve;
 pub mod incumbent;
 pub mod lease_end;

@@ -20,6 +20,7 @@ pub fn register_worker(
         ("host", &req.host, 255),
         ("version", &req.version, 100),
         ("git commit", &req.git_commit, 100),
+        ("platform", &req.platform, 100),
     ] {
         if value.len() > max {
             return Err(Error::InvalidArgument(format!(
@@ -28,7 +29,8 @@ pub fn register_worker(
         }
     }
     let detail = json!({"name": req.name, "host": req.host, "version": req.version,
-                        "git_commit": req.git_commit, "cores": req.cores});
+                        "git_commit": req.git_commit, "cores": req.cores,
+                        "native_code_allowed": req.native_code_allowed, "platform": req.platform});
     if req.previous_worker_id > 0 {
         let known = workers::identity(ctx, req.previous_worker_id)?;
         // An identity is only taken back by the token that created it.

@@ -22,6 +22,9 @@ pub struct CampaignInsert<'a> {
     pub objective: &'a str,
     /// Whether its search is exhaustive.
     pub exhaustive: bool,
+    /// Whether grind checks that its units cover the search space (false: a finished
+    /// exhaustive campaign is its solver's claim, never proven).
+    pub coverage_checked: bool,
     /// The solver version it starts with.
     pub solver_version: u32,
     /// Replication rate.
@@ -44,8 +47,8 @@ pub fn insert(ctx: &Ctx, row: &CampaignInsert) -> Result<i64, Error> {
         .prepare_cached(
             "INSERT INTO campaigns (name, problem, params_json, objective, exhaustive,
                  solver_version, state, created_ms, verify_rate, max_attempts, seed, bound, family,
-                 target_lease_ms)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'running', ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                 target_lease_ms, coverage_checked)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'running', ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
         )?
         .execute(params![
             row.name,
@@ -61,6 +64,7 @@ pub fn insert(ctx: &Ctx, row: &CampaignInsert) -> Result<i64, Error> {
             row.bound,
             row.family,
             row.target_lease_ms,
+            row.coverage_checked,
         ])?;
     Ok(ctx.conn.last_insert_rowid())
 }
@@ -113,12 +117,26 @@ pub fn set_state(
     Ok(())
 }
 
-/// Whether a campaign is exhaustive, and its best solution.
+/// Whether a campaign's finished search proves its result (exhaustive, with a split grind
+/// checked, and no claim held unchecked), and its best solution.
 pub fn exhaustive_best(ctx: &Ctx, campaign_id: i64) -> Result<(bool, Option<String>), Error> {
     Ok(ctx
         .conn
-        .prepare_cached("SELECT exhaustive, best_solution FROM campaigns WHERE id = ?1")?
+        .prepare_cached(
+            "SELECT exhaustive AND coverage_checked AND NOT EXISTS
+                    (SELECT 1 FROM held_claims WHERE campaign_id = ?1), best_solution
+             FROM campaigns WHERE id = ?1",
+        )?
         .query_row(params![campaign_id], |r| Ok((r.get(0)?, r.get(1)?)))?)
+}
+
+/// Whether grind checks that a campaign's units cover its search space (false: its
+/// finished search is the solver's claim).
+pub fn coverage_checked(ctx: &Ctx, campaign_id: i64) -> Result<bool, Error> {
+    Ok(ctx
+        .conn
+        .prepare_cached("SELECT coverage_checked FROM campaigns WHERE id = ?1")?
+        .query_row(params![campaign_id], |r| r.get(0))?)
 }
 
 /// Replaces a campaign's best solution by an equivalent statement of it.
@@ -440,8 +458,9 @@ pub fn waiting_on(ctx: &Ctx, campaign_id: i64) -> Result<Vec<i64>, Error> {
         .collect::<Result<_, _>>()?)
 }
 
-/// What a campaign left for its successors: its state, whether exhaustive, its best score
-/// and solution.
+/// What a campaign left for its successors: its state, whether its finished search proves
+/// its result (exhaustive, its split checked by grind, no claim held unchecked), its best
+/// score and solution.
 pub type Left = (String, bool, Option<i64>, Option<String>);
 
 /// What a campaign left for its successors, if it exists.
@@ -449,7 +468,9 @@ pub fn left_by(ctx: &Ctx, campaign_id: i64) -> Result<Option<Left>, Error> {
     Ok(ctx
         .conn
         .prepare_cached(
-            "SELECT state, exhaustive, best_score, best_solution FROM campaigns WHERE id = ?1",
+            "SELECT state, exhaustive AND coverage_checked AND NOT EXISTS
+                    (SELECT 1 FROM held_claims WHERE campaign_id = ?1), best_score, best_solution
+             FROM campaigns WHERE id = ?1",
         )?
         .query_row(params![campaign_id], |r| {
             Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
@@ -498,13 +519,15 @@ pub struct Proved {
     pub value: i64,
 }
 
-/// What `campaign_id` proves: `Some` when it finished an exhaustive search with a value,
-/// no unit failed and every premise of its own is backed.
+/// What `campaign_id` proves: `Some` when it finished an exhaustive search over a split grind
+/// checked with a value, no unit failed, no claim is held unchecked (its verifier failed on
+/// it) and every premise of its own is backed.
 pub fn proves(conn: &Connection, campaign_id: i64) -> Result<Option<Proved>, Error> {
     let row: Option<(String, String, Option<i64>)> = conn
         .prepare_cached(
             "SELECT problem, params_json, best_score FROM campaigns
-             WHERE id = ?1 AND state = 'done' AND exhaustive
+             WHERE id = ?1 AND state = 'done' AND exhaustive AND coverage_checked
+               AND NOT EXISTS (SELECT 1 FROM held_claims WHERE campaign_id = ?1)
                AND NOT EXISTS (SELECT 1 FROM units WHERE campaign_id = ?1 AND state = 'failed')
                AND NOT EXISTS (SELECT 1 FROM premises WHERE campaign_id = ?1
                                AND backed_by IS NULL AND backed_by_record IS NULL)",
@@ -531,7 +554,7 @@ pub fn proving_candidates(conn: &Connection, problem: &str) -> Result<Vec<i64>, 
     Ok(conn
         .prepare_cached(
             "SELECT id FROM campaigns WHERE problem = ?1 AND state = 'done' AND exhaustive
-               AND best_score IS NOT NULL ORDER BY id",
+               AND coverage_checked AND best_score IS NOT NULL ORDER BY id",
         )?
         .query_map(params![problem], |r| r.get(0))?
         .collect::<Result<_, _>>()?)

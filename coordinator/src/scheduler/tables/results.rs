@@ -1,6 +1,7 @@
-//! The `results` and `samples` tables: each run's result for a unit (awaiting settlement,
-//! then accepted or rejected) and the samples or hits it carried. The only writer of both
-//! tables; calls no other table module.
+//! The `results`, `samples` and `held_claims` tables: each run's result for a unit
+//! (awaiting settlement, then accepted or rejected) with its solver's provenance record, the
+//! samples or hits it carried, and the claims held because the verifier itself failed on
+//! them. The only writer of the three tables; calls no other table module.
 
 use rusqlite::params;
 
@@ -15,15 +16,16 @@ pub fn insert(
     value: &str,
     solution: Option<&str>,
     usage: Usage,
+    provenance: Option<&str>,
 ) -> Result<i64, Error> {
     ctx.conn
         .prepare_cached(
             "INSERT INTO results (unit_id, campaign_id, lease_id, worker_id, value, solution, nodes,
                  cpu_seconds, wall_seconds, created_ms, replica, status, solver_version, self_checked,
-                 claims, claim_bound)
+                 claims, claim_bound, provenance_json)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 'awaiting', ?12,
                      ?11 AND EXISTS (SELECT 1 FROM results r WHERE r.unit_id = ?1 AND r.worker_id = ?4),
-                     ?13, ?14)",
+                     ?13, ?14, ?15)",
         )?
         .execute(params![
             lease.unit_id,
@@ -39,9 +41,59 @@ pub fn insert(
             lease.replica,
             usage.solver_version,
             usage.claim.is_some(),
-            usage.claim.flatten()
+            usage.claim.flatten(),
+            provenance
         ])?;
     Ok(ctx.conn.last_insert_rowid())
+}
+
+/// Most claims kept whole per campaign in `held_claims`; later ones are still recorded in
+/// the event log, without their solution.
+pub const MAX_HELD_PER_CAMPAIGN: i64 = 1_000;
+
+/// A claim the verifier failed on, to keep for the operator.
+pub struct HeldInsert<'a> {
+    /// Its campaign, unit, lease and worker.
+    pub subject: crate::scheduler::Subject,
+    /// `improvement` or `result`.
+    pub source: &'a str,
+    /// The claimed solution (or sample) as sent.
+    pub solution: &'a str,
+    /// The score claimed (0 for a sample).
+    pub claimed_score: i64,
+    /// What the verifier said.
+    pub reason: &'a str,
+}
+
+/// Keeps a claim the verifier failed on; returns its id, or `None` when the campaign
+/// already holds [`MAX_HELD_PER_CAMPAIGN`].
+pub fn hold(ctx: &Ctx, claim: &HeldInsert) -> Result<Option<i64>, Error> {
+    let campaign = claim.subject.campaign.unwrap_or(0);
+    let held: i64 = ctx
+        .conn
+        .prepare_cached("SELECT count(*) FROM held_claims WHERE campaign_id = ?1")?
+        .query_row(params![campaign], |r| r.get(0))?;
+    if held >= MAX_HELD_PER_CAMPAIGN {
+        return Ok(None);
+    }
+    ctx.conn
+        .prepare_cached(
+            "INSERT INTO held_claims (campaign_id, unit_id, lease_id, worker_id, source,
+                 solution_json, claimed_score, reason, at_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        )?
+        .execute(params![
+            campaign,
+            claim.subject.unit,
+            claim.subject.lease,
+            claim.subject.worker,
+            claim.source,
+            claim.solution,
+            claim.claimed_score,
+            claim.reason,
+            ctx.now
+        ])?;
+    Ok(Some(ctx.conn.last_insert_rowid()))
 }
 
 /// Stores a result's verified samples (or hits); returns how many were added. A replica

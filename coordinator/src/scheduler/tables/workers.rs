@@ -2,6 +2,7 @@
 //! only writer of the table; calls no other table module.
 
 use grind_proto::v1 as pb;
+use grind_shared::placement::HostFacts;
 use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::error::Error;
@@ -23,7 +24,7 @@ pub fn reregister(ctx: &Ctx, worker_id: i64, req: &pb::RegisterRequest) -> Resul
     ctx.conn
         .prepare_cached(
             "UPDATE workers SET name = ?2, cores = ?3, version = ?4, git_commit = ?5,
-             last_seen_ms = ?6 WHERE id = ?1",
+             last_seen_ms = ?6, native_code_allowed = ?7, platform = ?8 WHERE id = ?1",
         )?
         .execute(params![
             worker_id,
@@ -31,7 +32,9 @@ pub fn reregister(ctx: &Ctx, worker_id: i64, req: &pb::RegisterRequest) -> Resul
             req.cores,
             req.version,
             req.git_commit,
-            ctx.now
+            ctx.now,
+            req.native_code_allowed,
+            req.platform
         ])?;
     Ok(())
 }
@@ -41,8 +44,8 @@ pub fn insert(ctx: &Ctx, req: &pb::RegisterRequest, token_id: Option<i64>) -> Re
     ctx.conn
         .prepare_cached(
             "INSERT INTO workers (name, host, cores, version, git_commit, registered_ms,
-                 last_seen_ms, token_id)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7)",
+                 last_seen_ms, token_id, native_code_allowed, platform)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7, ?8, ?9)",
         )?
         .execute(params![
             req.name,
@@ -51,9 +54,26 @@ pub fn insert(ctx: &Ctx, req: &pb::RegisterRequest, token_id: Option<i64>) -> Re
             req.version,
             req.git_commit,
             ctx.now,
-            token_id
+            token_id,
+            req.native_code_allowed,
+            req.platform
         ])?;
     Ok(ctx.conn.last_insert_rowid())
+}
+
+/// What a worker stated about itself when it registered (its opt-in to run users' native
+/// code, its platform); an unknown worker states nothing.
+pub fn host_facts(conn: &Connection, worker_id: i64) -> Result<HostFacts, Error> {
+    Ok(conn
+        .prepare_cached("SELECT native_code_allowed, platform FROM workers WHERE id = ?1")?
+        .query_row(params![worker_id], |r| {
+            Ok(HostFacts {
+                native_code_allowed: r.get(0)?,
+                platform: r.get(1)?,
+            })
+        })
+        .optional()?
+        .unwrap_or_default())
 }
 
 /// How stale a worker's `last_seen_ms` may get before a call rewrites it: a busy worker

@@ -10,9 +10,10 @@ use grind_exec::bundle::{self, Digest};
 
 use crate::problem::ProblemError;
 
-/// Largest checkpoint shipped, in bytes; a bigger one is not shipped (the provenance says
-/// so) and the unit resumes from the previous one.
-pub const MAX_CHECKPOINT_BYTES: usize = 64 << 20;
+/// Largest checkpoint shipped, in bytes (the cluster's limit on any checkpoint cursor); a
+/// bigger one is not shipped (the provenance says so) and the unit resumes from the previous
+/// one.
+pub const MAX_CHECKPOINT_BYTES: usize = crate::problem::MAX_CHECKPOINT_BYTES;
 
 /// What packing the checkpoint directory gave.
 #[derive(Debug, PartialEq, Eq)]
