@@ -2,8 +2,8 @@
 //! the driver behind `bench/sieve_beyond.sh` and `records/sieve-beyond-1000.tsv`.
 //!
 //! `cargo bench -p grind-shared --bench sieve_beyond -- --from A --to B --commit C
-//! [--seconds S] [--backward]` walks N = A..=B (B..=A with `--backward`) as a family: each
-//! N starts from the best of its neighbours' games carried over (N - 1's game extended to N,
+//! [--seconds S] [--min-seconds M] [--seed X] [--backward]` walks N = A..=B (B..=A with
+//! `--backward`) as a family: each N starts from the best of its neighbours' games carried over (N - 1's game extended to N,
 //! `sieve::family::extend`; N + 1's game with N + 1 dropped and finished; N's own recorded
 //! game), improves it by the anytime mode's iterated large neighbourhood search
 //! (`sieve::lns`, the anytime campaign's schedule) for S CPU seconds (default 10) or until
@@ -12,6 +12,12 @@
 //! (`sieve::cuts::certify`); its certificate is written to `records/sieve-bounds/N.txt` and
 //! checked by `sieve::certificate::check` before the row is printed (an existing certificate
 //! file is re-checked and reused).
+//!
+//! `--min-seconds M` stops an N after M seconds (instead of S) once its game reaches the
+//! published best known value (or at once past M when N has none): the search time goes to
+//! the N that fall short. `--seed X` draws the LNS regions from X (default: from N alone, as
+//! the first rows were made); the row's start column then ends in `/seed=X`. Each N's
+//! timing (bound, LNS) goes to stderr.
 //!
 //! `-- --bound N...` only times the bound and prints its size.
 //!
@@ -27,26 +33,15 @@ use grind_shared::problems::sieve::certificate::{self, Certificate};
 use grind_shared::problems::sieve::{anytime, cuts, family, game, lns, Sieve};
 use grind_shared::registry::ProblemDef;
 
+mod sieve_common;
+use sieve_common::{process_cpu_seconds, today};
+
 const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
 
 fn flag(args: &mut Vec<String>, name: &str) -> Option<String> {
     let at = args.iter().position(|a| a == name)?;
     args.remove(at);
     (at < args.len()).then(|| args.remove(at))
-}
-
-fn process_cpu_seconds() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    // utime and stime: the 12th and 13th fields after the command name, in ticks of 1/100 s.
-    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
-    let fields: Vec<&str> = after.split_whitespace().collect();
-    let ticks = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|f| f.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    (ticks(11) + ticks(12)) / 100.0
 }
 
 /// Best recorded game per N (`records/sieve-beyond-1000.tsv`, the last of equal scores).
@@ -134,13 +129,12 @@ fn bound_of(n: u32, dir: &Path) -> Result<(Certificate, f64), String> {
     Ok((cert, spent))
 }
 
-fn today() -> String {
-    std::process::Command::new("date")
-        .args(["-u", "+%Y-%m-%d"])
-        .output()
-        .ok()
-        .and_then(|o| String::from_utf8(o.stdout).ok())
-        .map_or_else(|| "-".to_string(), |d| d.trim().to_string())
+/// The LNS seed of N: N itself (the rows before `--seed` existed), or one drawn from `seed`
+/// and N.
+fn lns_seed(n: u32, seed: Option<u64>) -> u64 {
+    seed.map_or(u64::from(n), |s| {
+        s.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ u64::from(n)
+    })
 }
 
 fn main() -> ExitCode {
@@ -176,6 +170,9 @@ fn main() -> ExitCode {
         .expect("--to B");
     let commit = flag(&mut args, "--commit").unwrap_or_else(|| "-".into());
     let seconds: f64 = flag(&mut args, "--seconds").map_or(10.0, |s| s.parse().expect("--seconds"));
+    let min_seconds: f64 =
+        flag(&mut args, "--min-seconds").map_or(seconds, |s| s.parse().expect("--min-seconds"));
+    let seed: Option<u64> = flag(&mut args, "--seed").map(|s| s.parse().expect("--seed"));
     let backward = args.iter().any(|a| a == "--backward");
     let record = PathBuf::from(format!("{ROOT}/records/sieve-beyond-1000.tsv"));
     std::fs::create_dir_all(&dir).expect("records/sieve-bounds");
@@ -216,7 +213,7 @@ fn main() -> ExitCode {
             }
         };
         let cpu = process_cpu_seconds();
-        let mut run = match lns::Lns::new(n, &start, u64::from(n)) {
+        let mut run = match lns::Lns::new(n, &start, lns_seed(n, seed)) {
             Ok(r) => r,
             Err(e) => {
                 eprintln!("N = {n}: start: {e}");
@@ -224,15 +221,17 @@ fn main() -> ExitCode {
             }
         };
         let size = anytime::region_size(n);
-        let plan = lns::Schedule {
-            sizes: &[size],
-            nodes: anytime::REPAIR_NODES,
-            kick_every: anytime::KICK_EVERY,
-            slack: anytime::KICK_SLACK,
-            kick_pairs: anytime::KICK_PAIRS,
+        let plan = lns::Schedule::anytime(&size);
+        let reference = published.get(&n).copied();
+        // Enough: the bound reached, the time spent, or the published value reached and the
+        // shorter time spent.
+        let enough = |score: i64, spent: f64| {
+            score >= cert.bound
+                || spent >= seconds
+                || (spent >= min_seconds && reference.is_none_or(|p| score >= p))
         };
         let mut steps = 0u64;
-        while run.best().1 < cert.bound && process_cpu_seconds() - cpu < seconds {
+        while !enough(run.best().1, process_cpu_seconds() - cpu) {
             for _ in 0..8 {
                 run.tick(&plan);
                 steps += 1;
@@ -255,17 +254,22 @@ fn main() -> ExitCode {
             );
             return ExitCode::FAILURE;
         }
+        eprintln!(
+            "N = {n}: {score} ({:+} published) from {origin}:{start_score}, bound {} ({bound_cpu:.2} s), LNS {spent:.2} s, {steps} steps",
+            reference.map_or(0, |p| score - p),
+            cert.bound
+        );
         let improved = best.get(&n).is_none_or(|b| score > b.0);
         if improved {
             best.insert(n, (score, moves.to_vec()));
-            let reference = published.get(&n).copied();
             let (pub_text, diff) = match reference {
                 Some(p) => (p.to_string(), (score - p).to_string()),
                 None => ("-".into(), "-".into()),
             };
             let game: Vec<String> = moves.iter().map(u32::to_string).collect();
+            let seed_text = seed.map_or_else(String::new, |s| format!("/seed={s}"));
             println!(
-                "{n}\t{score}\t{pub_text}\t{diff}\t{}\t{}\t{spent:.2}\t{bound_cpu:.2}\t{steps}\t{origin}:{start_score}\t{}\t{}\t{commit}\t{date}\t{}",
+                "{n}\t{score}\t{pub_text}\t{diff}\t{}\t{}\t{spent:.2}\t{bound_cpu:.2}\t{steps}\t{origin}:{start_score}{seed_text}\t{}\t{}\t{commit}\t{date}\t{}",
                 cert.bound,
                 cert.bound - score,
                 Sieve::SOLVER_VERSION,
