@@ -2,22 +2,28 @@
 //! the driver behind `bench/sieve_beyond.sh` and `records/sieve-beyond-1000.tsv`.
 //!
 //! `cargo bench -p grind-shared --bench sieve_beyond -- --from A --to B --commit C
-//! [--seconds S] [--min-seconds M] [--seed X] [--backward]` walks N = A..=B (B..=A with
-//! `--backward`) as a family: each N starts from the best of its neighbours' games carried over (N - 1's game extended to N,
-//! `sieve::family::extend`; N + 1's game with N + 1 dropped and finished; N's own recorded
-//! game), improves it by the anytime mode's iterated large neighbourhood search
-//! (`sieve::lns`, the anytime campaign's schedule) for S CPU seconds (default 10) or until
-//! it reaches the bound, and prints one record row when the game is new or better than the
-//! recorded one. Each N's upper bound is the cluster-cut Lagrangian bound
-//! (`sieve::cuts::certify`); its certificate is written to `records/sieve-bounds/N.txt` and
-//! checked by `sieve::certificate::check` before the row is printed (an existing certificate
-//! file is re-checked and reused).
+//! [--seconds S] [--min-seconds M] [--portfolio K] [--reach R] [--seed X] [--backward]
+//! [--region R] [--slack S] [--kick-pairs P]` walks N = A..=B
+//! (B..=A with `--backward`) as a family: each N starts from the best of its neighbours'
+//! games carried over (N - 1's game extended to N, `sieve::family::extend`; N + 1's game with
+//! N + 1 dropped and finished; N's own recorded game), improves it by the anytime mode's
+//! iterated large neighbourhood search (`sieve::lns`, the anytime campaign's schedule) for S
+//! CPU seconds (default 10) or until it reaches the bound, and prints one record row when the
+//! game is new or better than the recorded one. Each N's upper bound is the cluster-cut
+//! Lagrangian bound (`sieve::cuts::certify_from`, its rounds started from the neighbours'
+//! stored cuts); its certificate is written to `records/sieve-bounds/N.txt` and checked by
+//! `sieve::certificate::check` before the row is printed (an existing certificate file is
+//! re-checked and reused).
 //!
 //! `--min-seconds M` stops an N after M seconds (instead of S) once its game reaches the
 //! published best known value (or at once past M when N has none): the search time goes to
-//! the N that fall short. `--seed X` draws the LNS regions from X (default: from N alone, as
-//! the first rows were made); the row's start column then ends in `/seed=X`. Each N's
-//! timing (bound, LNS) goes to stderr.
+//! the N that fall short. `--portfolio K` lets up to K LNS runs (own seeds, same start) work
+//! on an N that falls short, one more joining every M seconds. `--seed X` draws the LNS
+//! regions from X (default: from N alone, as the first rows were made); the row's start
+//! column then ends in `/seed=X` (and `/run=R` when run R > 0 found the game). Each N's
+//! timing (bound, LNS) goes to stderr. `--reach R` also starts N from each recorded N + k,
+//! k <= R, cut down to N (default 1); the extra runs of `--portfolio` take the other starts
+//! in turn, best first.
 //!
 //! `-- --bound N...` only times the bound and prints its size.
 //!
@@ -150,12 +156,91 @@ fn bound_of(n: u32, dir: &Path) -> Result<(Certificate, f64), String> {
     Ok((cert, spent))
 }
 
-/// The LNS seed of N: N itself (the rows before `--seed` existed), or one drawn from `seed`
-/// and N.
-fn lns_seed(n: u32, seed: Option<u64>) -> u64 {
-    seed.map_or(u64::from(n), |s| {
-        s.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ u64::from(n)
-    })
+/// The seed of N's LNS run `run`: for run 0, N itself (the rows before `--seed` existed) or
+/// one drawn from `seed` and N; other runs draw from `seed` (0 without), N and `run`.
+fn lns_seed(n: u32, seed: Option<u64>, run: usize) -> u64 {
+    let mix = |s: u64| s.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ u64::from(n);
+    match (seed, run) {
+        (None, 0) => u64::from(n),
+        (Some(s), 0) => mix(s),
+        (s, r) => mix(s.unwrap_or(0) ^ ((r as u64) << 40)),
+    }
+}
+
+/// How long one N is searched (see the module docs).
+struct Budget {
+    /// CPU seconds at most.
+    seconds: f64,
+    /// CPU seconds once the published value is reached.
+    min_seconds: f64,
+    /// Most LNS runs (one more joins every `min_seconds` while N falls short).
+    portfolio: usize,
+    /// `--seed`.
+    seed: Option<u64>,
+    /// The certified bound (reaching it ends the search).
+    bound: i64,
+    /// The published best known value, if any.
+    reference: Option<i64>,
+    /// `--region`, `--slack`, `--kick-pairs`: the LNS schedule's, where not the anytime
+    /// mode's.
+    region: Option<usize>,
+    slack: Option<i64>,
+    kick_pairs: Option<usize>,
+}
+
+/// Improves the finished games `starts` of N (best first) by the anytime mode's LNS within
+/// `budget`: run 0 from the best start; while the best game falls short of the published
+/// value, another run (its own seed, the next start in turn) joins every `min_seconds`, up to
+/// `portfolio` runs, all ticked in turn. Returns the best game, its score, the CPU seconds
+/// and steps spent, and the run that found it (run R started from `starts[R % len]`).
+fn improve(
+    n: u32,
+    starts: &[(i64, Vec<u32>, String)],
+    budget: &Budget,
+) -> Result<(Vec<u32>, i64, f64, u64, usize), String> {
+    let start = |run: usize| starts[run % starts.len()].1.as_slice();
+    let cpu = process_cpu_seconds();
+    let size = budget.region.unwrap_or(anytime::region_size(n));
+    let mut plan = lns::Schedule::anytime(&size);
+    plan.slack = budget.slack.unwrap_or(plan.slack);
+    plan.kick_pairs = budget.kick_pairs.unwrap_or(plan.kick_pairs);
+    let mut runs = vec![lns::Lns::new(n, start(0), lns_seed(n, budget.seed, 0))?];
+    let mut steps = 0u64;
+    loop {
+        let spent = process_cpu_seconds() - cpu;
+        let best = runs.iter().map(|r| r.best().1).max().unwrap_or(i64::MIN);
+        let reached = budget.reference.is_none_or(|p| best >= p);
+        if best >= budget.bound
+            || spent >= budget.seconds
+            || (reached && spent >= budget.min_seconds)
+        {
+            break;
+        }
+        if !reached
+            && runs.len() < budget.portfolio
+            && spent >= budget.min_seconds * runs.len() as f64
+        {
+            runs.push(lns::Lns::new(
+                n,
+                start(runs.len()),
+                lns_seed(n, budget.seed, runs.len()),
+            )?);
+        }
+        for run in &mut runs {
+            for _ in 0..8 {
+                run.tick(&plan);
+                steps += 1;
+            }
+        }
+    }
+    let spent = process_cpu_seconds() - cpu;
+    let (at, winner) = runs
+        .iter()
+        .enumerate()
+        .max_by_key(|(i, r)| (r.best().1, std::cmp::Reverse(*i)))
+        .expect("run 0");
+    let (moves, score) = winner.best();
+    Ok((moves.to_vec(), score, spent, steps, at))
 }
 
 fn main() -> ExitCode {
@@ -198,6 +283,13 @@ fn main() -> ExitCode {
     let min_seconds: f64 =
         flag(&mut args, "--min-seconds").map_or(seconds, |s| s.parse().expect("--min-seconds"));
     let seed: Option<u64> = flag(&mut args, "--seed").map(|s| s.parse().expect("--seed"));
+    let region: Option<usize> = flag(&mut args, "--region").map(|s| s.parse().expect("--region"));
+    let slack: Option<i64> = flag(&mut args, "--slack").map(|s| s.parse().expect("--slack"));
+    let kick_pairs: Option<usize> =
+        flag(&mut args, "--kick-pairs").map(|s| s.parse().expect("--kick-pairs"));
+    let portfolio: usize =
+        flag(&mut args, "--portfolio").map_or(1, |s| s.parse().expect("--portfolio"));
+    let reach: u32 = flag(&mut args, "--reach").map_or(1, |s| s.parse().expect("--reach"));
     let backward = args.iter().any(|a| a == "--backward");
     let record = PathBuf::from(format!("{ROOT}/records/sieve-beyond-1000.tsv"));
     std::fs::create_dir_all(&dir).expect("records/sieve-bounds");
@@ -213,23 +305,28 @@ fn main() -> ExitCode {
         (from..=to).collect()
     };
     for n in order {
-        let mut starts: Vec<(i64, Vec<u32>, &str)> = Vec::new();
+        let mut starts: Vec<(i64, Vec<u32>, String)> = Vec::new();
         if let Some((score, moves)) = best.get(&n) {
-            starts.push((*score, moves.clone(), "own"));
+            starts.push((*score, moves.clone(), "own".into()));
         }
         if let Some((score, moves)) = best.get(&(n - 1)) {
             let wide: Vec<u64> = moves.iter().map(|&m| u64::from(m)).collect();
             if let Ok((ext, s)) = family::extend(n, &wide, *score) {
-                starts.push((s, ext.iter().map(|&m| m as u32).collect(), "n-1"));
+                starts.push((s, ext.iter().map(|&m| m as u32).collect(), "n-1".into()));
             }
         }
-        if let Some((s, moves)) = best.get(&(n + 1)).and_then(|(_, m)| restrict(n, m)) {
-            starts.push((s, moves, "n+1"));
+        for k in 1..=reach {
+            if let Some((s, moves)) = best.get(&(n + k)).and_then(|(_, m)| restrict(n, m)) {
+                starts.push((s, moves, format!("n+{k}")));
+            }
         }
-        let Some((start_score, start, origin)) = starts.into_iter().max_by_key(|s| s.0) else {
+        if starts.is_empty() {
             eprintln!("N = {n}: no neighbour game to start from");
             return ExitCode::FAILURE;
-        };
+        }
+        // Best first; of equal ones, the last found (as the first rows were made).
+        starts.reverse();
+        starts.sort_by_key(|s| std::cmp::Reverse(s.0));
         let (cert, bound_cpu) = match bound_of(n, &dir) {
             Ok(b) => b,
             Err(e) => {
@@ -237,33 +334,29 @@ fn main() -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
-        let cpu = process_cpu_seconds();
-        let mut run = match lns::Lns::new(n, &start, lns_seed(n, seed)) {
-            Ok(r) => r,
+        let reference = published.get(&n).copied();
+        let budget = Budget {
+            seconds,
+            min_seconds,
+            portfolio,
+            seed,
+            bound: cert.bound,
+            reference,
+            region,
+            slack,
+            kick_pairs,
+        };
+        let (moves, score, spent, steps, run) = match improve(n, &starts, &budget) {
+            Ok(found) => found,
             Err(e) => {
                 eprintln!("N = {n}: start: {e}");
                 return ExitCode::FAILURE;
             }
         };
-        let size = anytime::region_size(n);
-        let plan = lns::Schedule::anytime(&size);
-        let reference = published.get(&n).copied();
-        // Enough: the bound reached, the time spent, or the published value reached and the
-        // shorter time spent.
-        let enough = |score: i64, spent: f64| {
-            score >= cert.bound
-                || spent >= seconds
-                || (spent >= min_seconds && reference.is_none_or(|p| score >= p))
+        let (start_score, origin) = {
+            let s = &starts[run % starts.len()];
+            (s.0, s.2.as_str())
         };
-        let mut steps = 0u64;
-        while !enough(run.best().1, process_cpu_seconds() - cpu) {
-            for _ in 0..8 {
-                run.tick(&plan);
-                steps += 1;
-            }
-        }
-        let spent = process_cpu_seconds() - cpu;
-        let (moves, score) = run.best();
         let wide: Vec<u64> = moves.iter().map(|&m| u64::from(m)).collect();
         match game::replay(n, &wide) {
             Ok(s) if s as i64 == score => {}
@@ -280,7 +373,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
         eprintln!(
-            "N = {n}: {score} ({:+} published) from {origin}:{start_score}, bound {} ({bound_cpu:.2} s), LNS {spent:.2} s, {steps} steps",
+            "N = {n}: {score} ({:+} published) from {origin}:{start_score}, bound {} ({bound_cpu:.2} s), LNS {spent:.2} s, {steps} steps, run {run}",
             reference.map_or(0, |p| score - p),
             cert.bound
         );
@@ -292,7 +385,10 @@ fn main() -> ExitCode {
                 None => ("-".into(), "-".into()),
             };
             let game: Vec<String> = moves.iter().map(u32::to_string).collect();
-            let seed_text = seed.map_or_else(String::new, |s| format!("/seed={s}"));
+            let mut seed_text = seed.map_or_else(String::new, |s| format!("/seed={s}"));
+            if run > 0 {
+                seed_text.push_str(&format!("/run={run}"));
+            }
             println!(
                 "{n}\t{score}\t{pub_text}\t{diff}\t{}\t{}\t{spent:.2}\t{bound_cpu:.2}\t{steps}\t{origin}:{start_score}{seed_text}\t{}\t{}\t{commit}\t{date}\t{}",
                 cert.bound,
