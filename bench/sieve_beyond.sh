@@ -8,9 +8,11 @@
 # checked before its row is written (its cut rounds start from the neighbours' stored cuts).
 # --backward walks B..A (so N + 1 seeds N); --min-seconds M stops an N after M seconds once its
 # game reaches the published value (SECONDS stays the limit for the N that fall short);
-# --seed X draws other LNS regions (recorded in the row's start column).
-#   bench/sieve_beyond.sh A B [SECONDS] [--backward] [--min-seconds M] [--seed X]
-#   (default SECONDS: 10; M: SECONDS)
+# --seed X draws other LNS regions (recorded in the row's start column); --portfolio K lets up
+# to K LNS runs work on an N that falls short; --reach R also starts N from N + 1..R's games
+# cut down (see benches/sieve_beyond.rs for these and the schedule overrides).
+#   bench/sieve_beyond.sh A B [SECONDS] [--backward] [--min-seconds M] [--portfolio K]
+#   [--reach R] [--seed X]     (default SECONDS: 10; M: SECONDS; K, R: 1)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 from=${1:?first N}

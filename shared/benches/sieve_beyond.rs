@@ -2,8 +2,8 @@
 //! the driver behind `bench/sieve_beyond.sh` and `records/sieve-beyond-1000.tsv`.
 //!
 //! `cargo bench -p grind-shared --bench sieve_beyond -- --from A --to B --commit C
-//! [--seconds S] [--min-seconds M] [--portfolio K] [--reach R] [--seed X] [--backward]
-//! [--region R] [--slack S] [--kick-pairs P]` walks N = A..=B
+//! [--seconds S] [--min-seconds M] [--portfolio K] [--reach R] [--fresh] [--seed X]
+//! [--backward] [--region R] [--slack S] [--kick-pairs P]` walks N = A..=B
 //! (B..=A with `--backward`) as a family: each N starts from the best of its neighbours'
 //! games carried over (N - 1's game extended to N, `sieve::family::extend`; N + 1's game with
 //! N + 1 dropped and finished; N's own recorded game), improves it by the anytime mode's
@@ -17,13 +17,15 @@
 //!
 //! `--min-seconds M` stops an N after M seconds (instead of S) once its game reaches the
 //! published best known value (or at once past M when N has none): the search time goes to
-//! the N that fall short. `--portfolio K` lets up to K LNS runs (own seeds, same start) work
-//! on an N that falls short, one more joining every M seconds. `--seed X` draws the LNS
-//! regions from X (default: from N alone, as the first rows were made); the row's start
-//! column then ends in `/seed=X` (and `/run=R` when run R > 0 found the game). Each N's
-//! timing (bound, LNS) goes to stderr. `--reach R` also starts N from each recorded N + k,
-//! k <= R, cut down to N (default 1); the extra runs of `--portfolio` take the other starts
-//! in turn, best first.
+//! the N that fall short. `--portfolio K` lets up to K LNS runs (own seeds, each from the
+//! next start in turn, best first) work on an N that falls short, one more joining every M
+//! seconds. `--reach R` also starts N from each recorded N + k, k <= R, cut down to N
+//! (default 1); `--fresh` leaves N's own recorded game out of the starts. `--seed X` draws
+//! the LNS regions from X (default: from N alone, as the first rows were made); the row's
+//! start column then ends in `/seed=X` (and `/run=R` when run R > 0 found the game).
+//! `--region R`, `--slack S` and `--kick-pairs P` replace those of the anytime schedule
+//! (`lns::Schedule::anytime`: region `anytime::region_size(N)`, slack 60, 2 pairs). Each N's
+//! timing (bound, LNS) goes to stderr.
 //!
 //! `-- --bound N...` only times the bound and prints its size.
 //!
@@ -291,6 +293,7 @@ fn main() -> ExitCode {
         flag(&mut args, "--portfolio").map_or(1, |s| s.parse().expect("--portfolio"));
     let reach: u32 = flag(&mut args, "--reach").map_or(1, |s| s.parse().expect("--reach"));
     let backward = args.iter().any(|a| a == "--backward");
+    let fresh = args.iter().any(|a| a == "--fresh");
     let record = PathBuf::from(format!("{ROOT}/records/sieve-beyond-1000.tsv"));
     std::fs::create_dir_all(&dir).expect("records/sieve-bounds");
     let mut best = recorded(&record);
@@ -306,7 +309,7 @@ fn main() -> ExitCode {
     };
     for n in order {
         let mut starts: Vec<(i64, Vec<u32>, String)> = Vec::new();
-        if let Some((score, moves)) = best.get(&n) {
+        if let Some((score, moves)) = best.get(&n).filter(|_| !fresh) {
             starts.push((*score, moves.clone(), "own".into()));
         }
         if let Some((score, moves)) = best.get(&(n - 1)) {
