@@ -3,7 +3,7 @@
 //!
 //! `cargo bench -p grind-shared --bench sieve_beyond -- --from A --to B --commit C
 //! [--seconds S] [--min-seconds M] [--portfolio K] [--reach R] [--fresh] [--seed X]
-//! [--backward] [--region R] [--slack S] [--kick-pairs P]` walks N = A..=B
+//! [--backward] [--region R] [--slack S] [--kick-pairs P] [--nodes K]` walks N = A..=B
 //! (B..=A with `--backward`) as a family: each N starts from the best of its neighbours'
 //! games carried over (N - 1's game extended to N, `sieve::family::extend`; N + 1's game with
 //! N + 1 dropped and finished; N's own recorded game), improves it by the anytime mode's
@@ -23,8 +23,9 @@
 //! (default 1); `--fresh` leaves N's own recorded game out of the starts. `--seed X` draws
 //! the LNS regions from X (default: from N alone, as the first rows were made); the row's
 //! start column then ends in `/seed=X` (and `/run=R` when run R > 0 found the game).
-//! `--region R`, `--slack S` and `--kick-pairs P` replace those of the anytime schedule
-//! (`lns::Schedule::anytime`: region `anytime::region_size(N)`, slack 60, 2 pairs). Each N's
+//! `--region R`, `--slack S`, `--kick-pairs P` and `--nodes K` replace those of the anytime
+//! schedule (`lns::Schedule::anytime`: region `anytime::region_size(N)`, slack 60, 2 pairs,
+//! 2,000 nodes a repair). Each N's
 //! timing (bound, LNS) goes to stderr.
 //!
 //! `-- --bound N...` only times the bound and prints its size.
@@ -183,11 +184,12 @@ struct Budget {
     bound: i64,
     /// The published best known value, if any.
     reference: Option<i64>,
-    /// `--region`, `--slack`, `--kick-pairs`: the LNS schedule's, where not the anytime
+    /// `--region`, `--slack`, `--kick-pairs`, `--nodes`: the LNS schedule's, where not the anytime
     /// mode's.
     region: Option<usize>,
     slack: Option<i64>,
     kick_pairs: Option<usize>,
+    nodes: Option<u64>,
 }
 
 /// Improves the finished games `starts` of N (best first) by the anytime mode's LNS within
@@ -206,6 +208,7 @@ fn improve(
     let mut plan = lns::Schedule::anytime(&size);
     plan.slack = budget.slack.unwrap_or(plan.slack);
     plan.kick_pairs = budget.kick_pairs.unwrap_or(plan.kick_pairs);
+    plan.nodes = budget.nodes.unwrap_or(plan.nodes);
     let mut runs = vec![lns::Lns::new(n, start(0), lns_seed(n, budget.seed, 0))?];
     let mut steps = 0u64;
     loop {
@@ -289,6 +292,7 @@ fn main() -> ExitCode {
     let slack: Option<i64> = flag(&mut args, "--slack").map(|s| s.parse().expect("--slack"));
     let kick_pairs: Option<usize> =
         flag(&mut args, "--kick-pairs").map(|s| s.parse().expect("--kick-pairs"));
+    let nodes: Option<u64> = flag(&mut args, "--nodes").map(|s| s.parse().expect("--nodes"));
     let portfolio: usize =
         flag(&mut args, "--portfolio").map_or(1, |s| s.parse().expect("--portfolio"));
     let reach: u32 = flag(&mut args, "--reach").map_or(1, |s| s.parse().expect("--reach"));
@@ -348,6 +352,7 @@ fn main() -> ExitCode {
             region,
             slack,
             kick_pairs,
+            nodes,
         };
         let (moves, score, spent, steps, run) = match improve(n, &starts, &budget) {
             Ok(found) => found,
