@@ -5,8 +5,14 @@
 # for SECONDS CPU seconds with the anytime mode's large neighbourhood search (one thread,
 # release build), and appends a row to records/sieve-beyond-1000.tsv whenever N's game is new
 # or better. Each N's cluster-cut bound certificate goes to records/sieve-bounds/N.txt and is
-# checked before its row is written. --backward walks B..A (so N + 1 seeds N).
-#   bench/sieve_beyond.sh A B [SECONDS] [--backward]     (default SECONDS: 10)
+# checked before its row is written (its cut rounds start from the neighbours' stored cuts).
+# --backward walks B..A (so N + 1 seeds N); --min-seconds M stops an N after M seconds once its
+# game reaches the published value (SECONDS stays the limit for the N that fall short);
+# --seed X draws other LNS regions (recorded in the row's start column); --portfolio K lets up
+# to K LNS runs work on an N that falls short; --reach R also starts N from N + 1..R's games
+# cut down (see benches/sieve_beyond.rs for these and the schedule overrides).
+#   bench/sieve_beyond.sh A B [SECONDS] [--backward] [--min-seconds M] [--portfolio K]
+#   [--reach R] [--seed X]     (default SECONDS: 10; M: SECONDS; K, R: 1)
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 from=${1:?first N}
 to=${2:?last N}

@@ -1,23 +1,33 @@
 #!/usr/bin/env bash
 # Summarises records/sieve-beyond-1000.tsv (best row per N): how many N grind's game beats,
 # equals or falls short of the published best known value, the gap (certified bound - game)
-# distribution, the CPU spent per N, and the N furthest from closing; plus, per N, how much of
-# the published Franklín–Moniot gap (FM bound - published value) the certified bound closes.
-#   bench/sieve_beyond_summary.sh
+# distribution, the CPU spent per N (search: all rows of the N; rows that found nothing better
+# are not written, so their CPU is not counted), and the N furthest from closing; plus, per N,
+# how much of the published Franklín–Moniot gap (FM bound - published value) the certified
+# bound closes.
+#   bench/sieve_beyond_summary.sh [A B]     (only N = A..B)
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+export FROM=${1:-0} TO=${2:-1000000000}
 python3 - <<'PY'
+import os
 import statistics
+lo, hi = int(os.environ["FROM"]), int(os.environ["TO"])
 best = {}
 for line in open("records/sieve-beyond-1000.tsv"):
     if line.startswith("#") or not line.strip():
         continue
     c = line.rstrip("\n").split("\t")
     n, score = int(c[0]), int(c[1])
+    if not lo <= n <= hi:
+        continue
+    cpu, bcpu = float(c[6]), float(c[7])
+    if n in best:
+        cpu += best[n]["cpu"]
+        bcpu += best[n]["bcpu"]
     if n not in best or score >= best[n]["score"]:
         best[n] = dict(score=score, pub=None if c[2] == "-" else int(c[2]), bound=int(c[4]),
-                       gap=int(c[5]), cpu=float(c[6]), bcpu=float(c[7]))
-    else:
-        best[n]["cpu"] += float(c[6])
+                       gap=int(c[5]))
+    best[n]["cpu"], best[n]["bcpu"] = cpu, bcpu
 fm = {}
 for line in open("records/bvchess-best-1001-2000.tsv"):
     if not line.startswith("#"):
@@ -32,10 +42,21 @@ equal = [n for n in ns if best[n]["pub"] is not None and best[n]["score"] == bes
 short = [n for n in ns if best[n]["pub"] is not None and best[n]["score"] < best[n]["pub"]]
 print(f"N covered: {len(ns)} ({ns[0]}..{ns[-1]}{'' if len(ns) == ns[-1] - ns[0] + 1 else ', with holes'})")
 print(f"beats published: {len(beats)}  equals: {len(equal)}  short: {len(short)}")
+def runs(ns):
+    """Consecutive N with the same difference, as 'a-b (d)'."""
+    out, i = [], 0
+    while i < len(ns):
+        j, d = i, best[ns[i]]["score"] - best[ns[i]]["pub"]
+        while j + 1 < len(ns) and ns[j + 1] == ns[j] + 1 and best[ns[j + 1]]["score"] - best[ns[j + 1]]["pub"] == d:
+            j += 1
+        out.append(f"{ns[i]}{'' if i == j else '-' + str(ns[j])} ({d:+})")
+        i = j + 1
+    return ", ".join(out)
 if beats:
-    print("  beats at:", ", ".join(f"{n} (+{best[n]['score'] - best[n]['pub']})" for n in beats))
+    leads = [best[n]["score"] - best[n]["pub"] for n in beats]
+    print(f"  leads: min +{min(leads)}, median +{statistics.median(leads)}, max +{max(leads)}")
 if short:
-    print("  short at:", ", ".join(f"{n} (-{best[n]['pub'] - best[n]['score']})" for n in short))
+    print("  short at:", runs(short))
 gaps = [best[n]["gap"] for n in ns]
 print(f"gap (bound - game): min {min(gaps)}, median {statistics.median(gaps)}, mean {statistics.mean(gaps):.1f}, max {max(gaps)}; zero (proven optimal) at {sum(g == 0 for g in gaps)} N")
 buckets = [(0, 0), (1, 99), (100, 199), (200, 299), (300, 399), (400, 499), (500, 10**9)]

@@ -29,6 +29,9 @@
 use std::process::ExitCode;
 use std::time::Instant;
 
+mod sieve_common;
+use sieve_common::{process_cpu_seconds, today};
+
 use grind_shared::problem::Problem;
 use grind_shared::problems::sieve::{local, search::Searcher, Sieve, SieveParams};
 use grind_shared::registry::ProblemDef;
@@ -149,30 +152,9 @@ fn check(from: u32, to: u32, terms: &[i64], threads: usize) -> ExitCode {
     }
 }
 
-/// CPU seconds this process has used (user + system, all threads), from /proc/self/stat.
-fn process_cpu_seconds() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    // Fields after the command name (which ends with ')'): utime and stime are the 12th and
-    // 13th, in clock ticks (100 a second on Linux).
-    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
-    let fields: Vec<&str> = after.split_whitespace().collect();
-    let ticks = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|f| f.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    (ticks(11) + ticks(12)) / 100.0
-}
-
 /// Proves every N in `from..=to` and prints one record row per N (see the module docs).
 fn record(from: u32, to: u32, commit: &str, threads: usize) -> ExitCode {
-    let date = std::process::Command::new("date")
-        .args(["-u", "+%Y-%m-%d"])
-        .output()
-        .ok()
-        .and_then(|o| String::from_utf8(o.stdout).ok())
-        .map_or_else(|| "-".to_string(), |d| d.trim().to_string());
+    let date = today();
     // Each N builds on the proven N - 1 (the record's row for from - 1, then the row just
     // proven), as a family campaign does.
     let mut previous: Option<(i64, Vec<u64>)> = recorded_row(from.saturating_sub(1));

@@ -2,16 +2,31 @@
 //! the driver behind `bench/sieve_beyond.sh` and `records/sieve-beyond-1000.tsv`.
 //!
 //! `cargo bench -p grind-shared --bench sieve_beyond -- --from A --to B --commit C
-//! [--seconds S] [--backward]` walks N = A..=B (B..=A with `--backward`) as a family: each
-//! N starts from the best of its neighbours' games carried over (N - 1's game extended to N,
-//! `sieve::family::extend`; N + 1's game with N + 1 dropped and finished; N's own recorded
-//! game), improves it by the anytime mode's iterated large neighbourhood search
-//! (`sieve::lns`, the anytime campaign's schedule) for S CPU seconds (default 10) or until
-//! it reaches the bound, and prints one record row when the game is new or better than the
-//! recorded one. Each N's upper bound is the cluster-cut Lagrangian bound
-//! (`sieve::cuts::certify`); its certificate is written to `records/sieve-bounds/N.txt` and
-//! checked by `sieve::certificate::check` before the row is printed (an existing certificate
-//! file is re-checked and reused).
+//! [--seconds S] [--min-seconds M] [--portfolio K] [--reach R] [--fresh] [--seed X]
+//! [--backward] [--region R] [--slack S] [--kick-pairs P] [--nodes K]` walks N = A..=B
+//! (B..=A with `--backward`) as a family: each N starts from the best of its neighbours'
+//! games carried over (N - 1's game extended to N, `sieve::family::extend`; N + 1's game with
+//! N + 1 dropped and finished; N's own recorded game), improves it by the anytime mode's
+//! iterated large neighbourhood search (`sieve::lns`, the anytime campaign's schedule) for S
+//! CPU seconds (default 10) or until it reaches the bound, and prints one record row when the
+//! game is new or better than the recorded one. Each N's upper bound is the cluster-cut
+//! Lagrangian bound (`sieve::cuts::certify_from`, its rounds started from the neighbours'
+//! stored cuts); its certificate is written to `records/sieve-bounds/N.txt` and checked by
+//! `sieve::certificate::check` before the row is printed (an existing certificate file is
+//! re-checked and reused).
+//!
+//! `--min-seconds M` stops an N after M seconds (instead of S) once its game reaches the
+//! published best known value (or at once past M when N has none): the search time goes to
+//! the N that fall short. `--portfolio K` lets up to K LNS runs (own seeds, each from the
+//! next start in turn, best first) work on an N that falls short, one more joining every M
+//! seconds. `--reach R` also starts N from each recorded N + k, k <= R, cut down to N
+//! (default 1); `--fresh` leaves N's own recorded game out of the starts. `--seed X` draws
+//! the LNS regions from X (default: from N alone, as the first rows were made); the row's
+//! start column then ends in `/seed=X` (and `/run=R` when run R > 0 found the game).
+//! `--region R`, `--slack S`, `--kick-pairs P` and `--nodes K` replace those of the anytime
+//! schedule (`lns::Schedule::anytime`: region `anytime::region_size(N)`, slack 60, 2 pairs,
+//! 2,000 nodes a repair). Each N's
+//! timing (bound, LNS) goes to stderr.
 //!
 //! `-- --bound N...` only times the bound and prints its size.
 //!
@@ -27,26 +42,15 @@ use grind_shared::problems::sieve::certificate::{self, Certificate};
 use grind_shared::problems::sieve::{anytime, cuts, family, game, lns, Sieve};
 use grind_shared::registry::ProblemDef;
 
+mod sieve_common;
+use sieve_common::{process_cpu_seconds, today};
+
 const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
 
 fn flag(args: &mut Vec<String>, name: &str) -> Option<String> {
     let at = args.iter().position(|a| a == name)?;
     args.remove(at);
     (at < args.len()).then(|| args.remove(at))
-}
-
-fn process_cpu_seconds() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    // utime and stime: the 12th and 13th fields after the command name, in ticks of 1/100 s.
-    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
-    let fields: Vec<&str> = after.split_whitespace().collect();
-    let ticks = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|f| f.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    (ticks(11) + ticks(12)) / 100.0
 }
 
 /// Best recorded game per N (`records/sieve-beyond-1000.tsv`, the last of equal scores).
@@ -111,19 +115,40 @@ fn restrict(n: u32, moves: &[u32]) -> Option<(i64, Vec<u32>)> {
     Some((score as i64, finished))
 }
 
-/// N's certificate: the file's if it checks, else a new one (written to the file). Returns
-/// it with the CPU seconds spent deriving it (0 when reused).
+/// The certificate stored for `n` in `dir`, if it parses, is `n`'s and checks.
+fn stored(n: u32, dir: &Path) -> Option<Certificate> {
+    let text = std::fs::read_to_string(dir.join(format!("{n}.txt"))).ok()?;
+    let cert = Certificate::parse(&text).ok()?;
+    (cert.n == n && certificate::check(&cert).is_ok()).then_some(cert)
+}
+
+/// The cuts of `n`'s neighbours' stored certificates (N - 1 and N + 1): where N's cut
+/// rounds start ([`cuts::certify_from`]).
+fn neighbour_cuts(n: u32, dir: &Path) -> Vec<cuts::Cut> {
+    [n - 1, n + 1]
+        .into_iter()
+        .filter_map(|m| {
+            let text = std::fs::read_to_string(dir.join(format!("{m}.txt"))).ok()?;
+            Certificate::parse(&text).ok()
+        })
+        .flat_map(|c| c.cuts)
+        .map(|c| cuts::Cut {
+            numbers: c.numbers,
+            factors: c.factors,
+        })
+        .collect()
+}
+
+/// N's certificate: the file's if it checks, else a new one, its cut rounds started from the
+/// neighbours' cuts (written to the file). Returns it with the CPU seconds spent deriving it
+/// (0 when reused).
 fn bound_of(n: u32, dir: &Path) -> Result<(Certificate, f64), String> {
     let file = dir.join(format!("{n}.txt"));
-    if let Ok(text) = std::fs::read_to_string(&file) {
-        if let Ok(cert) = Certificate::parse(&text) {
-            if cert.n == n && certificate::check(&cert).is_ok() {
-                return Ok((cert, 0.0));
-            }
-        }
+    if let Some(cert) = stored(n, dir) {
+        return Ok((cert, 0.0));
     }
     let cpu = process_cpu_seconds();
-    let cert = cuts::certify(n);
+    let cert = cuts::certify_from(n, neighbour_cuts(n, dir));
     let spent = process_cpu_seconds() - cpu;
     certificate::check(&cert).map_err(|e| format!("N = {n}: own certificate fails: {e}"))?;
     let text = format!(
@@ -134,13 +159,93 @@ fn bound_of(n: u32, dir: &Path) -> Result<(Certificate, f64), String> {
     Ok((cert, spent))
 }
 
-fn today() -> String {
-    std::process::Command::new("date")
-        .args(["-u", "+%Y-%m-%d"])
-        .output()
-        .ok()
-        .and_then(|o| String::from_utf8(o.stdout).ok())
-        .map_or_else(|| "-".to_string(), |d| d.trim().to_string())
+/// The seed of N's LNS run `run`: for run 0, N itself (the rows before `--seed` existed) or
+/// one drawn from `seed` and N; other runs draw from `seed` (0 without), N and `run`.
+fn lns_seed(n: u32, seed: Option<u64>, run: usize) -> u64 {
+    let mix = |s: u64| s.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ u64::from(n);
+    match (seed, run) {
+        (None, 0) => u64::from(n),
+        (Some(s), 0) => mix(s),
+        (s, r) => mix(s.unwrap_or(0) ^ ((r as u64) << 40)),
+    }
+}
+
+/// How long one N is searched (see the module docs).
+struct Budget {
+    /// CPU seconds at most.
+    seconds: f64,
+    /// CPU seconds once the published value is reached.
+    min_seconds: f64,
+    /// Most LNS runs (one more joins every `min_seconds` while N falls short).
+    portfolio: usize,
+    /// `--seed`.
+    seed: Option<u64>,
+    /// The certified bound (reaching it ends the search).
+    bound: i64,
+    /// The published best known value, if any.
+    reference: Option<i64>,
+    /// `--region`, `--slack`, `--kick-pairs`, `--nodes`: the LNS schedule's, where not the anytime
+    /// mode's.
+    region: Option<usize>,
+    slack: Option<i64>,
+    kick_pairs: Option<usize>,
+    nodes: Option<u64>,
+}
+
+/// Improves the finished games `starts` of N (best first) by the anytime mode's LNS within
+/// `budget`: run 0 from the best start; while the best game falls short of the published
+/// value, another run (its own seed, the next start in turn) joins every `min_seconds`, up to
+/// `portfolio` runs, all ticked in turn. Returns the best game, its score, the CPU seconds
+/// and steps spent, and the run that found it (run R started from `starts[R % len]`).
+fn improve(
+    n: u32,
+    starts: &[(i64, Vec<u32>, String)],
+    budget: &Budget,
+) -> Result<(Vec<u32>, i64, f64, u64, usize), String> {
+    let start = |run: usize| starts[run % starts.len()].1.as_slice();
+    let cpu = process_cpu_seconds();
+    let size = budget.region.unwrap_or(anytime::region_size(n));
+    let mut plan = lns::Schedule::anytime(&size);
+    plan.slack = budget.slack.unwrap_or(plan.slack);
+    plan.kick_pairs = budget.kick_pairs.unwrap_or(plan.kick_pairs);
+    plan.nodes = budget.nodes.unwrap_or(plan.nodes);
+    let mut runs = vec![lns::Lns::new(n, start(0), lns_seed(n, budget.seed, 0))?];
+    let mut steps = 0u64;
+    loop {
+        let spent = process_cpu_seconds() - cpu;
+        let best = runs.iter().map(|r| r.best().1).max().unwrap_or(i64::MIN);
+        let reached = budget.reference.is_none_or(|p| best >= p);
+        if best >= budget.bound
+            || spent >= budget.seconds
+            || (reached && spent >= budget.min_seconds)
+        {
+            break;
+        }
+        if !reached
+            && runs.len() < budget.portfolio
+            && spent >= budget.min_seconds * runs.len() as f64
+        {
+            runs.push(lns::Lns::new(
+                n,
+                start(runs.len()),
+                lns_seed(n, budget.seed, runs.len()),
+            )?);
+        }
+        for run in &mut runs {
+            for _ in 0..8 {
+                run.tick(&plan);
+                steps += 1;
+            }
+        }
+    }
+    let spent = process_cpu_seconds() - cpu;
+    let (at, winner) = runs
+        .iter()
+        .enumerate()
+        .max_by_key(|(i, r)| (r.best().1, std::cmp::Reverse(*i)))
+        .expect("run 0");
+    let (moves, score) = winner.best();
+    Ok((moves.to_vec(), score, spent, steps, at))
 }
 
 fn main() -> ExitCode {
@@ -152,19 +257,23 @@ fn main() -> ExitCode {
     if let Some(first) = flag(&mut args, "--bound") {
         let ns = std::iter::once(first).chain(args.iter().cloned());
         for n in ns.filter_map(|a| a.parse::<u32>().ok()) {
-            let cpu = process_cpu_seconds();
-            let cert = cuts::certify(n);
-            let derive = process_cpu_seconds() - cpu;
-            let cpu = process_cpu_seconds();
-            let checked = certificate::check(&cert);
-            let check = process_cpu_seconds() - cpu;
-            println!(
-                "N {n}: bound {} ({checked:?}), {} cuts, {} potentials, {} bytes, derive {derive:.2} s, check {check:.2} s",
-                cert.bound,
-                cert.cuts.len(),
-                cert.potentials.len(),
-                cert.to_text().len()
-            );
+            // From scratch, and warm-started from the stored neighbours' cuts (as a run does).
+            let hint = neighbour_cuts(n, &dir);
+            for (how, hint) in [("fresh", Vec::new()), ("warm", hint)] {
+                let cpu = process_cpu_seconds();
+                let cert = cuts::certify_from(n, hint);
+                let derive = process_cpu_seconds() - cpu;
+                let cpu = process_cpu_seconds();
+                let checked = certificate::check(&cert);
+                let check = process_cpu_seconds() - cpu;
+                println!(
+                    "N {n} {how}: bound {} ({checked:?}), {} cuts, {} potentials, {} bytes, derive {derive:.2} s, check {check:.3} s",
+                    cert.bound,
+                    cert.cuts.len(),
+                    cert.potentials.len(),
+                    cert.to_text().len()
+                );
+            }
         }
         return ExitCode::SUCCESS;
     }
@@ -176,7 +285,19 @@ fn main() -> ExitCode {
         .expect("--to B");
     let commit = flag(&mut args, "--commit").unwrap_or_else(|| "-".into());
     let seconds: f64 = flag(&mut args, "--seconds").map_or(10.0, |s| s.parse().expect("--seconds"));
+    let min_seconds: f64 =
+        flag(&mut args, "--min-seconds").map_or(seconds, |s| s.parse().expect("--min-seconds"));
+    let seed: Option<u64> = flag(&mut args, "--seed").map(|s| s.parse().expect("--seed"));
+    let region: Option<usize> = flag(&mut args, "--region").map(|s| s.parse().expect("--region"));
+    let slack: Option<i64> = flag(&mut args, "--slack").map(|s| s.parse().expect("--slack"));
+    let kick_pairs: Option<usize> =
+        flag(&mut args, "--kick-pairs").map(|s| s.parse().expect("--kick-pairs"));
+    let nodes: Option<u64> = flag(&mut args, "--nodes").map(|s| s.parse().expect("--nodes"));
+    let portfolio: usize =
+        flag(&mut args, "--portfolio").map_or(1, |s| s.parse().expect("--portfolio"));
+    let reach: u32 = flag(&mut args, "--reach").map_or(1, |s| s.parse().expect("--reach"));
     let backward = args.iter().any(|a| a == "--backward");
+    let fresh = args.iter().any(|a| a == "--fresh");
     let record = PathBuf::from(format!("{ROOT}/records/sieve-beyond-1000.tsv"));
     std::fs::create_dir_all(&dir).expect("records/sieve-bounds");
     let mut best = recorded(&record);
@@ -191,23 +312,28 @@ fn main() -> ExitCode {
         (from..=to).collect()
     };
     for n in order {
-        let mut starts: Vec<(i64, Vec<u32>, &str)> = Vec::new();
-        if let Some((score, moves)) = best.get(&n) {
-            starts.push((*score, moves.clone(), "own"));
+        let mut starts: Vec<(i64, Vec<u32>, String)> = Vec::new();
+        if let Some((score, moves)) = best.get(&n).filter(|_| !fresh) {
+            starts.push((*score, moves.clone(), "own".into()));
         }
         if let Some((score, moves)) = best.get(&(n - 1)) {
             let wide: Vec<u64> = moves.iter().map(|&m| u64::from(m)).collect();
             if let Ok((ext, s)) = family::extend(n, &wide, *score) {
-                starts.push((s, ext.iter().map(|&m| m as u32).collect(), "n-1"));
+                starts.push((s, ext.iter().map(|&m| m as u32).collect(), "n-1".into()));
             }
         }
-        if let Some((s, moves)) = best.get(&(n + 1)).and_then(|(_, m)| restrict(n, m)) {
-            starts.push((s, moves, "n+1"));
+        for k in 1..=reach {
+            if let Some((s, moves)) = best.get(&(n + k)).and_then(|(_, m)| restrict(n, m)) {
+                starts.push((s, moves, format!("n+{k}")));
+            }
         }
-        let Some((start_score, start, origin)) = starts.into_iter().max_by_key(|s| s.0) else {
+        if starts.is_empty() {
             eprintln!("N = {n}: no neighbour game to start from");
             return ExitCode::FAILURE;
-        };
+        }
+        // Best first; of equal ones, the last found (as the first rows were made).
+        starts.reverse();
+        starts.sort_by_key(|s| std::cmp::Reverse(s.0));
         let (cert, bound_cpu) = match bound_of(n, &dir) {
             Ok(b) => b,
             Err(e) => {
@@ -215,31 +341,30 @@ fn main() -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
-        let cpu = process_cpu_seconds();
-        let mut run = match lns::Lns::new(n, &start, u64::from(n)) {
-            Ok(r) => r,
+        let reference = published.get(&n).copied();
+        let budget = Budget {
+            seconds,
+            min_seconds,
+            portfolio,
+            seed,
+            bound: cert.bound,
+            reference,
+            region,
+            slack,
+            kick_pairs,
+            nodes,
+        };
+        let (moves, score, spent, steps, run) = match improve(n, &starts, &budget) {
+            Ok(found) => found,
             Err(e) => {
                 eprintln!("N = {n}: start: {e}");
                 return ExitCode::FAILURE;
             }
         };
-        let size = anytime::region_size(n);
-        let plan = lns::Schedule {
-            sizes: &[size],
-            nodes: anytime::REPAIR_NODES,
-            kick_every: anytime::KICK_EVERY,
-            slack: anytime::KICK_SLACK,
-            kick_pairs: anytime::KICK_PAIRS,
+        let (start_score, origin) = {
+            let s = &starts[run % starts.len()];
+            (s.0, s.2.as_str())
         };
-        let mut steps = 0u64;
-        while run.best().1 < cert.bound && process_cpu_seconds() - cpu < seconds {
-            for _ in 0..8 {
-                run.tick(&plan);
-                steps += 1;
-            }
-        }
-        let spent = process_cpu_seconds() - cpu;
-        let (moves, score) = run.best();
         let wide: Vec<u64> = moves.iter().map(|&m| u64::from(m)).collect();
         match game::replay(n, &wide) {
             Ok(s) if s as i64 == score => {}
@@ -255,17 +380,25 @@ fn main() -> ExitCode {
             );
             return ExitCode::FAILURE;
         }
+        eprintln!(
+            "N = {n}: {score} ({:+} published) from {origin}:{start_score}, bound {} ({bound_cpu:.2} s), LNS {spent:.2} s, {steps} steps, run {run}",
+            reference.map_or(0, |p| score - p),
+            cert.bound
+        );
         let improved = best.get(&n).is_none_or(|b| score > b.0);
         if improved {
             best.insert(n, (score, moves.to_vec()));
-            let reference = published.get(&n).copied();
             let (pub_text, diff) = match reference {
                 Some(p) => (p.to_string(), (score - p).to_string()),
                 None => ("-".into(), "-".into()),
             };
             let game: Vec<String> = moves.iter().map(u32::to_string).collect();
+            let mut seed_text = seed.map_or_else(String::new, |s| format!("/seed={s}"));
+            if run > 0 {
+                seed_text.push_str(&format!("/run={run}"));
+            }
             println!(
-                "{n}\t{score}\t{pub_text}\t{diff}\t{}\t{}\t{spent:.2}\t{bound_cpu:.2}\t{steps}\t{origin}:{start_score}\t{}\t{}\t{commit}\t{date}\t{}",
+                "{n}\t{score}\t{pub_text}\t{diff}\t{}\t{}\t{spent:.2}\t{bound_cpu:.2}\t{steps}\t{origin}:{start_score}{seed_text}\t{}\t{}\t{commit}\t{date}\t{}",
                 cert.bound,
                 cert.bound - score,
                 Sieve::SOLVER_VERSION,

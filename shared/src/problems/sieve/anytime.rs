@@ -203,13 +203,8 @@ impl Plan {
             }
         };
         report(&run);
-        let plan = lns::Schedule {
-            sizes: &[region_size(n)],
-            nodes: REPAIR_NODES,
-            kick_every: KICK_EVERY,
-            slack: KICK_SLACK,
-            kick_pairs: KICK_PAIRS,
-        };
+        let size = region_size(n);
+        let plan = lns::Schedule::anytime(&size);
         for step in 0..steps {
             if step % 32 == 0 {
                 if ctx.stop_requested() {

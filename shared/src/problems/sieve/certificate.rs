@@ -113,21 +113,32 @@ fn is_edge(k: u32, b: u32) -> bool {
     b >= 1 && b < k && k.is_multiple_of(b) && is_prime(k / b)
 }
 
-/// Whether the pairs have a precedence cycle (i before j when i's factor divides j's
-/// number, i != j).
-fn has_cycle(pairs: &[(u32, u32)]) -> bool {
-    let m = pairs.len();
-    // Repeatedly drop pairs with no predecessor left; a cycle is what remains.
-    let mut alive = vec![true; m];
-    loop {
-        let removable = (0..m).find(|&j| {
-            alive[j] && !(0..m).any(|i| i != j && alive[i] && pairs[j].0.is_multiple_of(pairs[i].1))
-        });
-        match removable {
-            Some(j) => alive[j] = false,
-            None => return alive.iter().any(|&a| a),
+/// Whether the last of the pairs lies on a precedence cycle among them (pair i before pair
+/// j when i's factor divides j's number, i != j): some pair reachable from the last one
+/// along that order has a factor dividing the last one's number. When the pairs before the
+/// last have no cycle, this is whether the pairs have one (a new cycle runs through the new
+/// pair).
+fn closes_cycle(pairs: &[(u32, u32)]) -> bool {
+    let Some((&(number, _), _)) = pairs.split_last() else {
+        return false;
+    };
+    let last = pairs.len() - 1;
+    let mut seen = vec![false; pairs.len()];
+    let mut stack = vec![last];
+    seen[last] = true;
+    while let Some(u) = stack.pop() {
+        let factor = pairs[u].1;
+        if u != last && number.is_multiple_of(factor) {
+            return true;
+        }
+        for (v, &(k, _)) in pairs.iter().enumerate() {
+            if v != u && !seen[v] && k.is_multiple_of(factor) {
+                seen[v] = true;
+                stack.push(v);
+            }
         }
     }
+    false
 }
 
 /// True when some bijection of `numbers[at..]` onto the unused factors along edges, with
@@ -139,8 +150,10 @@ fn some_acyclic_bijection(
     used: &mut [bool],
     chosen: &mut Vec<(u32, u32)>,
 ) -> bool {
-    // A cycle among the pairs chosen so far is in every completion.
-    if has_cycle(chosen) {
+    // A cycle among the pairs chosen so far is in every completion. The pairs before the
+    // last had none (else the search would not have gone on), so a cycle runs through the
+    // last.
+    if closes_cycle(chosen) {
         return false;
     }
     if at == numbers.len() {
@@ -261,17 +274,32 @@ pub fn proven_bound(cert: &Certificate) -> Result<i64, String> {
         last = v;
     }
     let penalties = edge_penalties(&cert.cuts);
+    // Each edge with its penalty (looked up only for the numbers some cut holds).
+    let mut in_cut = vec![false; n as usize + 1];
+    for c in &cert.cuts {
+        for &k in &c.numbers {
+            in_cut[k as usize] = true;
+        }
+    }
+    let all: Vec<(u32, u32, i64)> = edges(n, p)
+        .map(|(k, b)| {
+            let lambda = if in_cut[k as usize] {
+                penalties.get(&(k, b)).copied().unwrap_or(0)
+            } else {
+                0
+            };
+            (k, b, lambda)
+        })
+        .collect();
     if cert.derive_upper {
         // Numbers above N/2 are only ever the larger end; their neighbours' potentials are
         // all listed.
-        for (k, b) in edges(n, p).filter(|&(k, _)| k > n / 2) {
-            let lambda = penalties.get(&(k, b)).copied().unwrap_or(0);
+        for &(k, b, lambda) in all.iter().filter(|e| e.0 > n / 2) {
             let need = i64::from(k) - lambda - y[b as usize];
             y[k as usize] = y[k as usize].max(need);
         }
     }
-    for (k, b) in edges(n, p) {
-        let lambda = penalties.get(&(k, b)).copied().unwrap_or(0);
+    for &(k, b, lambda) in &all {
         if y[k as usize] + y[b as usize] + lambda < i64::from(k) {
             return Err(format!(
                 "edge {k} - {b}: y = {} + {} and penalties {lambda} fall short of {k}",
@@ -429,6 +457,40 @@ mod tests {
             cuts: Vec::new(),
             potentials,
             derive_upper: false,
+        }
+    }
+
+    /// Whether the pairs have a precedence cycle: pairs with no predecessor left are dropped
+    /// until none is; a cycle is what remains.
+    fn has_cycle(pairs: &[(u32, u32)]) -> bool {
+        let m = pairs.len();
+        let mut alive = vec![true; m];
+        loop {
+            let removable = (0..m).find(|&j| {
+                alive[j]
+                    && !(0..m).any(|i| i != j && alive[i] && pairs[j].0.is_multiple_of(pairs[i].1))
+            });
+            match removable {
+                Some(j) => alive[j] = false,
+                None => return alive.iter().any(|&a| a),
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn a_new_cycle_is_found_through_the_last_pair(
+            raw in proptest::collection::vec((2u32..60, 2u32..30), 1..9)
+        ) {
+            // Grow the pairs one at a time while they stay acyclic, as the search does.
+            let mut pairs: Vec<(u32, u32)> = Vec::new();
+            for &(k, b) in &raw {
+                pairs.push((k, b));
+                proptest::prop_assert_eq!(closes_cycle(&pairs), has_cycle(&pairs), "{:?}", pairs);
+                if has_cycle(&pairs) {
+                    break;
+                }
+            }
         }
     }
 

@@ -126,8 +126,26 @@ pub fn apply(g: &mut Graph, penalties: &Penalties) -> Result<(), String> {
 /// Penalties for the instance `n` with `root` fixed (see the module docs), and the
 /// Lagrangian root bound they give.
 pub fn derive(n: u32, root: &[(u32, u32)]) -> (Penalties, i64) {
-    let mut cuts: Vec<Cut> = Vec::new();
-    let mut penalties = Penalties::default();
+    derive_from(n, root, Vec::new())
+}
+
+/// [`derive`] warm-started from `cuts` (for instance a neighbouring N's, which stay clusters:
+/// being one depends only on the numbers and factors): their penalties come first, so the
+/// rounds only add what the matching still shows. Cuts that are not clusters of `n`'s graph
+/// are dropped.
+pub fn derive_from(n: u32, root: &[(u32, u32)], cuts: Vec<Cut>) -> (Penalties, i64) {
+    let g = Graph::new(n);
+    let mut cuts: Vec<Cut> = cuts
+        .into_iter()
+        .filter(|c| c.numbers.iter().chain(&c.factors).all(|&v| v <= n) && c.is_cluster(&g))
+        .collect();
+    cuts.sort();
+    cuts.dedup();
+    let mut penalties = if cuts.is_empty() {
+        Penalties::default()
+    } else {
+        dual_penalties(n, &cuts).unwrap_or_default()
+    };
     let mut scratch = Scratch::default();
     let mut bound;
     let mut round = 0;
@@ -163,8 +181,13 @@ pub fn derive(n: u32, root: &[(u32, u32)]) -> (Penalties, i64) {
 /// Its bound is what the checker proves from them: [`derive`]'s, since the derived
 /// potentials are at most the matching's own duals.
 pub fn certify(n: u32) -> Certificate {
+    certify_from(n, Vec::new())
+}
+
+/// [`certify`] with the cut rounds warm-started from `cuts` ([`derive_from`]).
+pub fn certify_from(n: u32, cuts: Vec<Cut>) -> Certificate {
     let root = [(super::search::largest_prime(n), 1)];
-    let (penalties, bound) = derive(n, &root);
+    let (penalties, bound) = derive_from(n, &root, cuts);
     let mut g = Graph::new(n);
     apply(&mut g, &penalties).expect("derived cuts are clusters");
     let m = Matching::new(&g, &root, &mut Scratch::default());

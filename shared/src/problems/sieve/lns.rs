@@ -97,6 +97,20 @@ pub struct Schedule<'a> {
     pub kick_pairs: usize,
 }
 
+impl<'a> Schedule<'a> {
+    /// The anytime mode's schedule ([`super::anytime`]: its repair budget and kicks) with
+    /// regions of one size, `size` (the mode's is [`super::anytime::region_size`]).
+    pub fn anytime(size: &'a usize) -> Schedule<'a> {
+        Schedule {
+            sizes: std::slice::from_ref(size),
+            nodes: super::anytime::REPAIR_NODES,
+            kick_every: super::anytime::KICK_EVERY,
+            slack: super::anytime::KICK_SLACK,
+            kick_pairs: super::anytime::KICK_PAIRS,
+        }
+    }
+}
+
 /// Keeps the best game of one repair; stops after a node budget.
 struct Repair {
     bar: i64,

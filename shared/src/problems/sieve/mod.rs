@@ -178,13 +178,7 @@ pub fn probe_lns(n: u32) -> Option<Game> {
     )
     .ok()??;
     let mut run = lns::Lns::new(n, &moves, SEED).ok()?;
-    let plan = lns::Schedule {
-        sizes: &[size],
-        nodes: anytime::REPAIR_NODES,
-        kick_every: anytime::KICK_EVERY,
-        slack: anytime::KICK_SLACK,
-        kick_pairs: anytime::KICK_PAIRS,
-    };
+    let plan = lns::Schedule::anytime(&size);
     for _ in 0..PROBE_LNS_STEPS {
         run.tick(&plan);
     }
