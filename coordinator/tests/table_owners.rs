@@ -30,6 +30,8 @@ const OWNERS: &[(&str, &str)] = &[
     ("events", "src/scheduler/tables/events.rs"),
     // Authentication, not scheduling: tokens are created and revoked by the admin CLI.
     ("tokens", "src/auth.rs"),
+    // Storage, not scheduling: a bundle's row is written once its bytes are stored.
+    ("bundles", "src/bundles/table.rs"),
 ];
 
 /// The migrations, which create and reshape every table.
