@@ -85,6 +85,9 @@ impl BundleStore {
                 .map_err(|e| blobs::io_error("creating directory", &path, e))?;
         }
         blobs::clear_incoming(&root.join("incoming"))?;
+        // Absolute: checkers run from bundles here start in a directory of their own.
+        let root = std::fs::canonicalize(&root)
+            .map_err(|e| blobs::io_error("resolving directory", &root, e))?;
         Ok(BundleStore {
             inner: Arc::new(Inner {
                 root,

@@ -106,3 +106,23 @@ impl<T> RawProblemArgs<T> {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every problem's flags merge with the flags of every command that runs it (clap's
+    /// debug assertions refuse two arguments of one name, e.g. a problem's `--threads` beside
+    /// `grind run --threads`).
+    #[test]
+    fn every_problem_merges_with_every_command() {
+        fn merged<T: Args>(context: &str, entry: &ProblemEntry) {
+            T::augment_args(entry.augment_args(Command::new(format!("{context} {}", entry.name))))
+                .debug_assert();
+        }
+        for entry in registry::registry() {
+            merged::<crate::cli::run::RunOptions>("grind run", entry);
+            merged::<crate::cli::admin::AddOptions>("grind campaign add", entry);
+        }
+    }
+}

@@ -16,8 +16,10 @@ pub struct VerifiedCache {
 }
 
 impl VerifiedCache {
-    /// A cache at `root` (created when first written).
+    /// A cache at `root` (created when first written; a relative path is taken from the
+    /// current directory now, since solvers start in directories of their own).
     pub fn new(root: PathBuf) -> VerifiedCache {
+        let root = std::path::absolute(&root).unwrap_or(root);
         VerifiedCache {
             root,
             checked: Mutex::new(HashSet::new()),

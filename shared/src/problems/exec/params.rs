@@ -133,8 +133,9 @@ pub struct ExecParams {
     #[arg(long, value_name = "MIB")]
     #[serde(default)]
     pub memory_mb: Option<u64>,
-    /// Threads a solver should use ($GRIND_THREADS).
-    #[arg(long, default_value_t = default_threads())]
+    /// Threads a solver should use ($GRIND_THREADS). The flag is `--solver-threads`:
+    /// `grind run`'s own `--threads` sizes its workers.
+    #[arg(id = "solver_threads", long = "solver-threads", default_value_t = default_threads())]
     #[serde(default = "default_threads")]
     pub threads: u32,
     /// Most MiB a solver may print on stdout (stderr: at most 16 MiB); beyond, it is killed.
@@ -244,7 +245,7 @@ impl Config {
             MAX_CHECKER_SECONDS,
         )?;
         in_range(
-            "--threads",
+            "--solver-threads",
             u64::from(params.threads),
             1,
             u64::from(MAX_THREADS),
