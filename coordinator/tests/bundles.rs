@@ -10,6 +10,7 @@ use grind_exec::bundle::{bundle_digest, Digest};
 use grind_proto::v1 as pb;
 use grind_proto::v1::bundles_client::BundlesClient;
 use grind_shared::attachments::BundleSource;
+use grind_shared::rng::{Random, SplitMix64};
 use grind_worker::bundles::WorkerBundles;
 use grind_worker::connect::Access;
 use sha2::Digest as _;
@@ -130,15 +131,13 @@ fn bundles_dir(coord: &Coordinator) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// Pseudo-random bytes (xorshift), so that nothing compresses or repeats.
+/// Pseudo-random bytes (the workspace's seeded generator), so that nothing compresses or
+/// repeats.
 fn noise(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
+    let mut rng = SplitMix64::new(seed);
     let mut out = Vec::with_capacity(len + 8);
     while out.len() < len {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        out.extend_from_slice(&x.to_le_bytes());
+        out.extend_from_slice(&rng.next_u64().to_le_bytes());
     }
     out.truncate(len);
     out

@@ -1,8 +1,9 @@
 //! Seeded random numbers for the whole workspace: the one place a generator is written.
 //!
-//! Two generators, each a published algorithm: [`SplitMix64`] (Steele, Lea and Flood 2014:
-//! one word of state, checkpointable as that word) and [`Xoshiro256PlusPlus`] (Blackman and
-//! Vigna: four words, seeded through splitmix64). Both are fixed by their seed alone, on
+//! Three generators, each a published algorithm: [`SplitMix64`] (Steele, Lea and Flood 2014:
+//! one word of state, checkpointable as that word), [`Xoshiro256PlusPlus`] (Blackman and
+//! Vigna: four words, seeded through splitmix64) and [`XorShift64Star`] (Vigna 2016: one
+//! word; the Taxman LNS has always drawn from it, and its recorded games replay from it). Both are fixed by their seed alone, on
 //! every platform and build, with no dependency on a random-number crate's stream stability.
 //! The draws built on them ([`Random`]) are written once for both; the three bounded draws
 //! differ on purpose, because recorded streams (housie books, Topswops heuristic runs, chaos
@@ -199,6 +200,33 @@ impl Random for Xoshiro256PlusPlus {
         s[2] ^= t;
         s[3] = s[3].rotate_left(45);
         result
+    }
+}
+
+/// xorshift64* (Marsaglia's xorshift with Vigna's multiplier, "An experimental exploration
+/// of Marsaglia's xorshift generators, scrambled", 2016): one word of state, never zero.
+#[derive(Clone, Debug)]
+pub struct XorShift64Star {
+    state: u64,
+}
+
+impl XorShift64Star {
+    /// A generator from `seed` (any value, zero included): the state is `seed` times the
+    /// golden ratio with the low bit set, so it is never zero.
+    pub fn new(seed: u64) -> XorShift64Star {
+        XorShift64Star {
+            state: seed.wrapping_mul(GAMMA) | 1,
+        }
+    }
+}
+
+impl Random for XorShift64Star {
+    #[inline]
+    fn next_u64(&mut self) -> u64 {
+        self.state ^= self.state >> 12;
+        self.state ^= self.state << 25;
+        self.state ^= self.state >> 27;
+        self.state.wrapping_mul(0x2545_F491_4F6C_DD1D)
     }
 }
 

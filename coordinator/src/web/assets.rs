@@ -61,7 +61,7 @@ table.seq th{text-align:right;text-transform:none;font-weight:400}
 table.seq td{text-align:right;padding:.15rem .4rem}
 svg{display:block}
 svg.plot{width:100%;height:auto;max-width:760px;background:var(--card);border:1px solid var(--line)}
-svg.deck,svg.grid{max-width:100%;height:auto}
+svg.figure{max-width:100%;height:auto}
 svg .axis{stroke:var(--muted);stroke-width:1}
 svg .line{fill:none;stroke:var(--accent);stroke-width:2}
 svg .dot{fill:var(--accent)}

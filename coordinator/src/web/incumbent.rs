@@ -68,7 +68,7 @@ mod tests {
             &json!({"deck": [3, 1, 4, 5, 2], "flips": 7}),
         )
         .unwrap();
-        assert!(deck.starts_with("<svg class=\"deck\""), "{deck}");
+        assert!(deck.starts_with("<svg class=\"figure deck\""), "{deck}");
         // 3 1 4 5 2 takes 7 flips: 8 rows of 5 cards.
         assert_eq!(deck.matches("<rect").count(), 8 * 5);
         assert_eq!(
@@ -83,7 +83,7 @@ mod tests {
         .unwrap();
         assert!(walk.contains("cost 5"), "{walk}");
         assert!(
-            walk.contains("<div class=\"scroll\"><svg class=\"grid\""),
+            walk.contains("<div class=\"scroll\"><svg class=\"figure grid\""),
             "{walk}"
         );
         let moves = drawn("sieve", json!({"n": 20}), &json!({"moves": [17, 9]})).unwrap();

@@ -85,12 +85,12 @@ pub fn best_over_time(points: &[Point], start_ms: i64, end_ms: i64) -> Markup {
     }
 }
 
-/// A problem's figure ([`grind_shared::drawing::Figure`]) as inline SVG: each shape an
-/// element with the figure's class names, hover titles as `<title>` children.
+/// A problem's figure ([`grind_shared::drawing::Figure`]) as inline SVG (class `figure` and
+/// the figure's own style): each shape an element with the figure's class names, hover titles as `<title>` children.
 pub fn figure(figure: &Figure) -> Markup {
     let view_box = format!("0 0 {} {}", figure.width, figure.height);
     html! {
-        svg class=(figure.style) viewBox=(view_box) width=(figure.shown_width) role="img"
+        svg class={"figure " (figure.style)} viewBox=(view_box) width=(figure.shown_width) role="img"
             aria-label=(figure.label) xmlns="http://www.w3.org/2000/svg" {
             @for shape in &figure.shapes { (self::shape(shape)) }
         }
@@ -196,7 +196,7 @@ mod tests {
         };
         let svg = figure(&drawn).into_string();
         assert!(
-            svg.starts_with("<svg class=\"deck\" viewBox=\"0 0 40 20\" width=\"40\""),
+            svg.starts_with("<svg class=\"figure deck\" viewBox=\"0 0 40 20\" width=\"40\""),
             "{svg}"
         );
         assert!(svg.contains("aria-label=\"a &lt;card&gt;\""), "{svg}");

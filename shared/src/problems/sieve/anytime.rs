@@ -10,10 +10,11 @@
 //! function of its payload, so replicas agree. `--unit-seconds S` sets that number from a
 //! measured rate ([`steps_for`]): about S seconds of one core.
 
-use super::lns::{self, Lns, Rng};
+use super::lns::{self, Lns};
 use super::unit::SieveUnit;
 use super::{solution, Game};
 use crate::problem::{ProblemError, Scored, SolveContext, SplitBatch, UnitOutcome, UnitSpec};
+use crate::rng::{Random, XorShift64Star};
 
 /// Rounds in a row without improvement after which a campaign ends.
 pub const IDLE_ROUNDS: u32 = 3;
@@ -95,7 +96,7 @@ impl Cursor {
 
 /// The seed of unit `index` of `round`.
 fn seed_of(round: u32, index: u32) -> u64 {
-    Rng::new((u64::from(round) << 32) | u64::from(index)).next_u64()
+    XorShift64Star::new((u64::from(round) << 32) | u64::from(index)).next_u64()
 }
 
 impl Plan {
