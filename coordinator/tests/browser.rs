@@ -624,16 +624,17 @@ async fn pages_show_the_status_numbers_and_fit_desktop_and_phone() {
         // The JSON is in a closed <details>: hidden until opened (which the checker sees).
         assert!(visible_json(&client).await.is_empty());
         // A live update may swap the page (closing the details) between the click and the
-        // look: open them again until the look sees them open.
+        // look: open them again until the look sees them open. The swap may also come
+        // between finding the summary and clicking it (a stale element): click again.
         let mut shown = false;
         for _ in 0..20 {
-            client
+            let summary = client
                 .find(Locator::Css(&format!("{row} details.params summary")))
                 .await
-                .expect("the parameters' details")
-                .click()
-                .await
-                .expect("open the details");
+                .expect("the parameters' details");
+            if summary.click().await.is_err() {
+                continue;
+            }
             if !visible_json(&client).await.is_empty() {
                 shown = true;
                 break;
