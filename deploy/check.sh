@@ -730,7 +730,8 @@ fi
 #     stderr (whose tail each run's provenance keeps) that it received a bound V; the
 #     coordinator's event log (GET /api/campaigns/1/events) says the improvement to V was
 #     reported by the other worker; and no run on the receiving worker reported V itself
-#     (improvements.costs in each of its runs' provenance), so V reached it from the other.
+#     (improvements.costs in the provenance of each of its runs, one per lease it was
+#     granted), so V reached it from the other.
 own_solver_verdict() {
     # own_solver_verdict STATUS_JSON EVENTS_JSON EXPORT_FILE INSTANCE CHECKER: the findings.
     "${PY:-python3}" - "$@" <<'EOF'
@@ -759,10 +760,12 @@ if not str((sp.get("solver") or {}).get("digest", "")).startswith("sha256:") or 
 if not found_by.get("worker"):
     problems.append(f"the export's provenance names no worker (best_found_by): {found_by}")
 # Who reported which improvement (the coordinator's log), and what each run reported and heard.
-found = {}
+found, leases = {}, {}
 for e in events:
     if e["kind"] == "improvement" and e.get("worker") is not None:
         found.setdefault(e["detail"]["score"], e["worker"])
+    if e["kind"] == "lease_granted":
+        leases[e.get("worker")] = leases.get(e.get("worker"), 0) + 1
 names = {}
 reported = {}   # worker id -> costs its runs reported (None: a run's list may be incomplete)
 heard = []      # (worker id, unit label, bound)
@@ -780,6 +783,10 @@ for r in status.get("results", []):
         words = line.split()
         if len(words) >= 3 and words[:2] == ["received", "bound"]:
             heard.append((w, r.get("label"), int(words[2])))
+for w in list(reported):
+    # A lease without a result (a run that failed or was stopped): what it reported is unknown.
+    if leases.get(w, 0) != sum(r["provenance"]["worker_id"] == w for r in status.get("results", [])):
+        reported[w] = None
 if len(names) < 2:
     problems.append(f"the results come from {len(names)} worker(s), not two: {sorted(names.values())}")
 shared = [(w, label, v) for (w, label, v) in heard
