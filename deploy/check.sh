@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # deploy/check.sh: offline checks of every deployment file under deploy/ (and .dockerignore),
-# then every quick start (README.md's "Across machines", deploy/*/README.md) run as written
+# then every quick start (README.md's "Across machines" and "Your own solver", deploy/*/README.md) run as written
 # against the built binaries, with deploy/standins/ for systemd, Slurm, HTCondor, kubectl
 # and docker compose (deploy/README.md, "Checking these files", lists what stands in for what).
 #
@@ -714,6 +714,202 @@ elif [[ -n $bin_dir ]]; then
         check_readme_quickstart
 else
     skip "README quick start" "no built grind and grind-worker (cargo build --workspace, or set GRIND_BIN_DIR)"
+fi
+
+# ----------------------------------------------------------------------------- README "Your own solver"
+# The README's "Your own solver" blocks, run as written against the built binaries: the first
+# (`grind run exec`) in a clone of this repository, the second in a scratch directory that
+# links the clone's examples/ (the block is run "in a clone of this repository"), with port
+# 7878 read as a free port; `grind serve` and each `grind-worker` run in the background (the
+# block says "each in its own terminal") and the workers' bundle cache is kept in the scratch
+# directory (XDG_CACHE_HOME). Then, from what the run recorded:
+#   - each result is the checker's score of its solution (`grind run`'s printed solution;
+#     the exported best.txt), and the export carries its provenance (best_found_by, the
+#     run's solver_provenance with the solver's digest);
+#   - improvements were shared between the two workers: a solver on one worker says on
+#     stderr (whose tail each run's provenance keeps) that it received a bound V; the
+#     coordinator's event log (GET /api/campaigns/1/events) says the improvement to V was
+#     reported by the other worker; and no run on the receiving worker reported V itself
+#     (improvements.costs in the provenance of each of its runs, one per lease it was
+#     granted), so V reached it from the other.
+own_solver_verdict() {
+    # own_solver_verdict STATUS_JSON EVENTS_JSON EXPORT_FILE INSTANCE CHECKER: the findings.
+    "${PY:-python3}" - "$@" <<'EOF'
+import json, subprocess, sys
+status = json.load(open(sys.argv[1]))
+events = json.load(open(sys.argv[2]))
+export, instance, checker = sys.argv[3], sys.argv[4], sys.argv[5]
+problems = []
+if status.get("state") != "done":
+    problems.append(f"campaign 1 is {status.get('state')!r}, not done")
+# The export: the v line as printed, scored by the checker as the campaign's value.
+out = subprocess.run([checker, instance, export], capture_output=True, text=True)
+score = out.stdout.split("\n", 1)[0].strip()
+if out.returncode != 0 or score != str(status.get("value")):
+    problems.append(f"the checker says {out.stdout.strip()!r} (exit {out.returncode}) of the export, "
+                    f"the campaign's value is {status.get('value')!r}")
+try:
+    prov = json.load(open(export + ".provenance.json"))
+except (OSError, ValueError) as e:
+    prov = {}
+    problems.append(f"no provenance beside the export: {e}")
+sp = prov.get("solver_provenance") or {}
+found_by = prov.get("best_found_by") or {}
+if not str((sp.get("solver") or {}).get("digest", "")).startswith("sha256:") or not sp.get("sandbox"):
+    problems.append(f"the export's solver_provenance lacks the solver digest or sandbox: {str(sp)[:200]}")
+if not found_by.get("worker"):
+    problems.append(f"the export's provenance names no worker (best_found_by): {found_by}")
+# Who reported which improvement (the coordinator's log), and what each run reported and heard.
+found, leases = {}, {}
+for e in events:
+    if e["kind"] == "improvement" and e.get("worker") is not None:
+        found.setdefault(e["detail"]["score"], e["worker"])
+    if e["kind"] == "lease_granted":
+        leases[e.get("worker")] = leases.get(e.get("worker"), 0) + 1
+names = {}
+reported = {}   # worker id -> costs its runs reported (None: a run's list may be incomplete)
+heard = []      # (worker id, unit label, bound)
+for r in status.get("results", []):
+    w = r["provenance"]["worker_id"]
+    names[w] = r["provenance"]["worker"]
+    p = r.get("solver_provenance") or {}
+    imp = p.get("improvements") or {}
+    costs = imp.get("costs")
+    if costs is None or imp.get("reported", 0) > len(costs):
+        reported[w] = None
+    elif reported.get(w, set()) is not None:
+        reported[w] = reported.get(w, set()) | set(costs)
+    for line in (p.get("stderr_tail") or "").splitlines():
+        words = line.split()
+        if len(words) >= 3 and words[:2] == ["received", "bound"]:
+            heard.append((w, r.get("label"), int(words[2])))
+for w in list(reported):
+    # A lease without a result (a run that failed or was stopped): what it reported is unknown.
+    if leases.get(w, 0) != sum(r["provenance"]["worker_id"] == w for r in status.get("results", [])):
+        reported[w] = None
+if len(names) < 2:
+    problems.append(f"the results come from {len(names)} worker(s), not two: {sorted(names.values())}")
+shared = [(w, label, v) for (w, label, v) in heard
+          if v in found and found[v] != w and reported.get(w) is not None and v not in reported[w]]
+if not shared:
+    problems.append("no solver was seen receiving a bound found on the other worker: "
+                    f"bounds received {[(names.get(w), v) for w, _, v in heard][:20]}, "
+                    f"improvements by worker {[(names.get(w, w), v) for v, w in sorted(found.items())][:20]}")
+else:
+    w, label, v = shared[0]
+    print(f"shared: the solver of {label} on worker {names[w]} received bound {v}, "
+          f"found by worker {names.get(found[v], found[v])} ({len(shared)} such receipts)", file=sys.stderr)
+if problems:
+    print("\n".join(problems))
+sys.exit(1 if problems else 0)
+EOF
+}
+check_readme_own_solver() {
+    local qs=$WORK/own-solver port status=0 line m=0
+    local clone=$qs/clone
+    mkdir -p "$clone" "$qs/cache"
+    ln -s "$ROOT/examples" "$clone/examples"
+    port=$(free_port)
+    readme_block "$ROOT/README.md" "## Your own solver" 1 >"$qs/run-block.txt"
+    readme_block "$ROOT/README.md" "## Your own solver" 2 >"$qs/block.txt"
+    if ! grep -q '^grind run exec ' "$qs/run-block.txt" || ! grep -q '^grind serve ' "$qs/block.txt" ||
+        [[ $(grep -c '^grind-worker ' "$qs/block.txt") != 2 ]] || ! grep -q '^grind export ' "$qs/block.txt"; then
+        echo "README.md: 'Your own solver' needs a grind run exec block, then one with grind serve, two grind-worker lines and grind export"
+        return 0
+    fi
+    local clean_env=(env -u GRIND_COORDINATOR -u GRIND_CA_FILE -u GRIND_ADMIN_TOKEN -u GRIND_ADMIN_TOKEN_FILE
+        -u GRIND_TOKEN -u GRIND_TOKEN_FILE -u GRIND_BUNDLE_CACHE XDG_CACHE_HOME="$qs/cache")
+    # The one-machine command: the value it prints is the checker's score of its solution.
+    if ! (cd "$ROOT" && PATH=$bin_dir:$PATH "${clean_env[@]}" bash -euo pipefail "$qs/run-block.txt") \
+        >"$qs/run.out" 2>"$qs/run.err"; then
+        echo "the grind run exec block failed:"
+        tail -n 10 "$qs/run.err" | sed 's/^/    /'
+        return 0
+    fi
+    local value instance
+    value=$(sed -n 's/^.*: min = \(-\{0,1\}[0-9]*\) .*$/\1/p' "$qs/run.out" | head -n 1)
+    sed -n 's/^solution: //p' "$qs/run.out" | "${PY:-python3}" -c 'import json, sys; sys.stdout.write(json.load(sys.stdin)["model"])' \
+        >"$qs/run-solution.txt" 2>/dev/null || true
+    instance=$(grep -o -- '--instance [^ ]*' "$qs/run-block.txt" | cut -d' ' -f2)
+    local says
+    says=$(cd "$ROOT" && examples/labs/check.py "$instance" "$qs/run-solution.txt" 2>&1 | head -n 1) || true
+    if [[ -z $value || $says != "$value" ]]; then
+        echo "grind run exec printed min = '$value', the checker says '$says' of its solution:"
+        sed 's/^/    /' "$qs/run.out"
+    fi
+    # The coordinator and two workers.
+    {
+        echo "set -euo pipefail"
+        echo "export PATH=$bin_dir:\$PATH"
+        echo "cd $clone"
+        sed -e "s/:7878/:$port/g" "$qs/block.txt" |
+            while IFS= read -r line; do
+                case $line in
+                "grind serve "*)
+                    echo "$line >$qs/serve.out 2>$qs/serve.log &"
+                    echo "echo \$! >>$qs/pids"
+                    echo "for _ in \$(seq 300); do grep -q 'listening on' $qs/serve.out && break; sleep 0.1; done"
+                    echo "grep -q 'listening on' $qs/serve.out"
+                    ;;
+                "grind-worker "*)
+                    m=$((m + 1))
+                    echo "$line >$qs/worker-$m.log 2>&1 &"
+                    echo "echo \$! >>$qs/pids"
+                    ;;
+                "grind watch "*) echo "timeout 120 $line" ;;
+                *) echo "$line" ;;
+                esac
+            done
+    } >"$qs/run.sh"
+    "${clean_env[@]}" bash "$qs/run.sh" >"$qs/block.out" 2>&1 || status=$?
+    if [[ $status != 0 ]]; then
+        echo "the README block failed (exit $status); the script run (from README.md):"
+        sed 's/^/    /' "$qs/run.sh"
+        echo "its output:"
+        tail -n 20 "$qs/block.out" | sed 's/^/    /'
+    else
+        local url=http://127.0.0.1:$port
+        "$bin_dir/grind" status --coordinator "$url" 1 --json >"$qs/status.json" 2>"$qs/status.err" ||
+            echo "grind status 1 --json failed: $(tail -n 1 "$qs/status.err")"
+        "${PY:-python3}" - "$url/api/campaigns/1/events" >"$qs/events.json" <<'EOF' || echo "GET /api/campaigns/1/events failed"
+import json, sys, urllib.request
+events, before = [], ""
+while True:
+    page = json.load(urllib.request.urlopen(sys.argv[1] + "?limit=1000" + before, timeout=30))["events"]
+    events += page
+    if len(page) < 1000:
+        break
+    before = "&before=%d" % page[-1]["id"]
+json.dump(events, sys.stdout)
+EOF
+        instance=$(grep -o -- '--instance [^ ]*' "$qs/block.txt" | cut -d' ' -f2)
+        local export_file
+        export_file=$(sed -n 's/^grind export .*--out \([^ ]*\).*$/\1/p' "$qs/block.txt")
+        own_solver_verdict "$qs/status.json" "$qs/events.json" "$clone/$export_file" \
+            "$clone/$instance" "$clone/examples/labs/check.py" 2>"$WORK/own-solver-evidence.txt" || true
+    fi
+    if [[ -s $qs/pids ]]; then
+        while read -r pid; do kill -TERM "$pid" 2>/dev/null || true; done <"$qs/pids"
+        while read -r pid; do
+            for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+            kill -KILL "$pid" 2>/dev/null || true
+        done <"$qs/pids"
+    fi
+    if [[ $status != 0 ]]; then
+        for f in worker-1.log worker-2.log serve.log; do
+            [[ -s $qs/$f ]] && { echo "$f:"; tail -n 10 "$qs/$f" | sed 's/^/    /'; }
+        done
+    fi
+    return 0
+}
+if [[ -n $bin_dir ]] && command -v python3 >/dev/null 2>&1; then
+    run "README 'Your own solver' blocks as written: grind run exec, then serve + two --allow-exec workers share bounds; export checked, with provenance" \
+        check_readme_own_solver
+    if [[ -s $WORK/own-solver-evidence.txt ]]; then
+        sed 's/^/      /' "$WORK/own-solver-evidence.txt"
+    fi
+else
+    skip "README 'Your own solver'" "needs built grind and grind-worker (cargo build --workspace, or set GRIND_BIN_DIR) and python3"
 fi
 
 # ----------------------------------------------------------------------------- Docker quick start

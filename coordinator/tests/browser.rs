@@ -1,6 +1,7 @@
 //! End to end in a real browser: headless Chromium driven over WebDriver (chromedriver)
 //! opens the pages of a coordinator whose workers finished real campaigns (one or more of
-//! every problem), checks that the numbers shown equal `grind status --json`, that a new
+//! every problem; for `exec`, the LABS example uploaded by `grind campaign add exec` and run
+//! by `--allow-exec` workers), checks that the numbers shown equal `grind status --json`, that a new
 //! campaign appears without a reload (live updates), and looks at the layout of every page
 //! kind (campaigns, each problem's campaign page, workers) at 1400 px and on a 390 px phone:
 //! no horizontal overflow, and no visible text box (nor a list's number) overlapping another
@@ -291,6 +292,52 @@ impl Drop for KillOnDrop {
     }
 }
 
+/// The LABS example (`examples/labs`: a Python solver and checker, N = 27 with its published
+/// optimum as the target) as an `exec` campaign, added as a user adds one: `grind campaign
+/// add exec` uploads the solver, checker and instance as bundles. Two seeds of at most 5 s,
+/// the best energy fed to both. Returns the campaign's id.
+fn add_exec_campaign(url: &str) -> i64 {
+    let labs = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/labs");
+    let path = |name: &str| labs.join(name).to_str().expect("UTF-8 path").to_string();
+    let out = Command::new(grind_bin())
+        .args(["campaign", "add", "--coordinator", url, "exec"])
+        .args([
+            "--solver",
+            &path("solve.py"),
+            "--checker",
+            &path("check.py"),
+        ])
+        .args([
+            "--instance",
+            &path("instances/27.txt"),
+            "--objective",
+            "min",
+        ])
+        .args(["--units", "seeds:2", "--unit-seconds", "5", "--bound-feed"])
+        .output()
+        .expect("run grind campaign add exec");
+    assert!(
+        out.status.success(),
+        "grind campaign add exec: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    stdout
+        .trim()
+        .lines()
+        .last()
+        .and_then(|l| l.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no campaign id from grind campaign add exec: {stdout}"))
+}
+
+/// A one-thread worker that may run users' programs (`--allow-exec`), caching bundles in
+/// `cache`.
+fn start_exec_worker(url: &str, name: &str, cache: &std::path::Path) -> Proc {
+    let mut cmd = grind_kit::launch::worker_command(&worker_bin(), url, Some(name), 1);
+    cmd.arg("--allow-exec").env("GRIND_BUNDLE_CACHE", cache);
+    Proc::spawn_command(cmd)
+}
+
 /// A small campaign of every problem, so every problem's campaign page is looked at (with
 /// its incumbent drawn); the test fails when a problem is added without one here.
 fn one_of_each_problem() -> Vec<(&'static str, Value)> {
@@ -302,8 +349,8 @@ fn one_of_each_problem() -> Vec<(&'static str, Value)> {
     ];
     for entry in grind_shared::registry::registry() {
         assert!(
-            // exec campaigns need uploaded solver bundles and workers started with
-            // --allow-exec; their pages are not in this test yet. probe is grind's own test
+            // primes, topswops and exec (whose bundles `grind campaign add` uploads, see
+            // add_exec_campaign) are created in the test itself. probe is grind's own test
             // stand-in for a user's solver, not a problem anyone runs.
             ["primes", "topswops", "exec", "probe"].contains(&entry.name)
                 || campaigns.iter().any(|(p, _)| *p == entry.name),
@@ -361,8 +408,12 @@ async fn pages_show_the_status_numbers_and_fit_desktop_and_phone() {
         pages.push((format!("campaign-{problem}"), format!("/campaigns/{id}")));
         finished.push(id);
     }
-    let _w1 = start_worker(&url, "browser-a", 1);
-    let _w2 = start_worker(&url, "browser-b", 1);
+    let exec = add_exec_campaign(&url);
+    pages.push(("campaign-exec".to_string(), format!("/campaigns/{exec}")));
+    finished.push(exec);
+    let cache = tempfile::tempdir().unwrap();
+    let _w1 = start_exec_worker(&url, "browser-a", cache.path());
+    let _w2 = start_exec_worker(&url, "browser-b", cache.path());
     for id in finished {
         let c = wait_finished(&mut admin, id, Duration::from_secs(120)).await;
         assert_eq!(c.state, "done", "campaign {id} ({})", c.problem);
@@ -573,16 +624,17 @@ async fn pages_show_the_status_numbers_and_fit_desktop_and_phone() {
         // The JSON is in a closed <details>: hidden until opened (which the checker sees).
         assert!(visible_json(&client).await.is_empty());
         // A live update may swap the page (closing the details) between the click and the
-        // look: open them again until the look sees them open.
+        // look: open them again until the look sees them open. The swap may also come
+        // between finding the summary and clicking it (a stale element): click again.
         let mut shown = false;
         for _ in 0..20 {
-            client
+            let summary = client
                 .find(Locator::Css(&format!("{row} details.params summary")))
                 .await
-                .expect("the parameters' details")
-                .click()
-                .await
-                .expect("open the details");
+                .expect("the parameters' details");
+            if summary.click().await.is_err() {
+                continue;
+            }
             if !visible_json(&client).await.is_empty() {
                 shown = true;
                 break;
@@ -622,6 +674,52 @@ async fn pages_show_the_status_numbers_and_fit_desktop_and_phone() {
             .find(Locator::Css("#improvements"))
             .await
             .expect("provenance table");
+
+        // The exec campaign's page: its numbers, the solution exactly as the solver printed
+        // it (what `grind export` writes), the best-over-time plot and who found what.
+        let one = status["campaigns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["campaign"] == exec)
+            .unwrap();
+        client
+            .goto(&format!("{url}/campaigns/{exec}"))
+            .await
+            .unwrap();
+        assert_eq!(
+            text_in(&client, "main", "value").await,
+            one["value"].as_str().unwrap()
+        );
+        assert_eq!(
+            text_in(&client, "main", "done").await,
+            one["units"]["done"].to_string()
+        );
+        let export = Command::new(grind_bin())
+            .args(["export", "--coordinator", &url, &exec.to_string()])
+            .output()
+            .expect("run grind export");
+        assert!(export.status.success(), "grind export {exec}");
+        let export = String::from_utf8_lossy(&export.stdout).trim().to_string();
+        assert!(export.starts_with("v "), "exported: {export}");
+        let shown = client
+            .find(Locator::Css("#rendering"))
+            .await
+            .expect("the exec solution is shown")
+            .text()
+            .await
+            .unwrap();
+        assert_eq!(shown.trim(), export, "the page shows the exported solution");
+        client
+            .find(Locator::Css("svg.plot"))
+            .await
+            .expect("the exec plot is drawn");
+        client
+            .find(Locator::Css("#improvements"))
+            .await
+            .expect("the exec provenance table");
+        let params = text_in(&client, "main", "params-short").await;
+        assert!(params.contains("seeds:2"), "{params}");
 
         // The running campaign's page: the 97-card incumbent drawn in rows.
         client

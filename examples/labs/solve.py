@@ -21,7 +21,8 @@ What it speaks (grind's exec protocol, a superset of the MaxSAT Evaluation outpu
   stdin   `b <energy>` lines: the best energy found anywhere in the campaign. Read by a
           thread, never blocking the search. Used to stop when the campaign has reached the
           target or the lower bound, and to restart sooner from scratch when someone else
-          is ahead. Other lines and end of file are ignored.
+          is ahead. Other lines and end of file are ignored. Each bound taken is logged
+          (`c received bound <b>` on stdout, and on stderr with the solver's own best).
   env     GRIND_SEED (random seed, default 1), GRIND_TIME_LIMIT (seconds; stops itself
           just before it), GRIND_CHECKPOINT_DIR (best sequence saved there and resumed from).
   signal  SIGTERM (or SIGINT): stop at once; the best sequence has already been printed.
@@ -285,6 +286,8 @@ def main():
         values, campaign_best = bounds.take()
         for v in values:
             say(f"c received bound {v}")
+            # Also on stderr, which grind keeps (its tail) in each run's provenance record.
+            print(f"received bound {v} (own best {best_e})", file=sys.stderr, flush=True)
         if status is None and campaign_best is not None and campaign_best <= goal:
             say(f"c the campaign has reached {campaign_best}: nothing left to find")
             status = "SATISFIABLE"

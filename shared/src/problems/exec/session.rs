@@ -3,7 +3,7 @@
 //!
 //! | solver prints | grind does |
 //! |---|---|
-//! | a complete model (`o` + `v` lines) | `ctx.improve` at once, when its claimed cost beats the bound the unit knows (the campaign's best, this unit's own finds included); the coordinator runs the checker |
+//! | a complete model (`o` + `v` lines) | `ctx.improve` at once, when its claimed cost beats the bound the unit knows (the campaign's best, this unit's own finds included); the coordinator runs the checker; the cost is listed in the provenance (`improvements.costs`, the latest 64) |
 //! | `g progress f` | `ctx.progress(0, Some(f))` |
 //! | `g count n` | the unit's count (the last one printed) |
 //! | `g checkpoint` | packs `$GRIND_CHECKPOINT_DIR` into `ctx.checkpoint` |
@@ -21,6 +21,7 @@
 
 use num_bigint::BigUint;
 use serde_json::{json, Value};
+use std::collections::VecDeque;
 use std::path::PathBuf;
 
 use grind_exec::process::{ExitKind, StopReason};
@@ -35,6 +36,8 @@ use crate::problem::{ProblemError, Scored, SolveContext, UnitOutcome};
 
 /// Diagnostics kept for the provenance record.
 const KEPT_DIAGNOSTICS: usize = 5;
+/// Reported costs kept for the provenance record (the latest).
+const KEPT_COSTS: usize = 64;
 /// Bytes of the solver's stderr tail kept for provenance and errors.
 const STDERR_TAIL: usize = 4096;
 
@@ -63,6 +66,8 @@ pub struct Session<'a> {
     /// The cost and model last reported.
     last_reported: Option<(i64, String)>,
     reported: u64,
+    /// The costs reported, in order (the latest [`KEPT_COSTS`]).
+    reported_costs: VecDeque<i64>,
     not_better: u64,
     models_in_count_campaign: u64,
     withheld: Option<String>,
@@ -91,6 +96,7 @@ impl<'a> Session<'a> {
             best: None,
             last_reported: None,
             reported: 0,
+            reported_costs: VecDeque::new(),
             not_better: 0,
             models_in_count_campaign: 0,
             withheld: None,
@@ -187,6 +193,10 @@ impl<'a> Session<'a> {
         };
         self.last_reported = Some((found.claimed, found.text));
         self.reported += 1;
+        if self.reported_costs.len() == KEPT_COSTS {
+            self.reported_costs.pop_front();
+        }
+        self.reported_costs.push_back(found.claimed);
         self.ctx.improve(scored.clone());
         if extension || objective.improves(scored.score, self.best.as_ref().map(|b| b.score)) {
             self.best = Some(scored);
@@ -331,6 +341,7 @@ impl<'a> Session<'a> {
             },
             "improvements": {
                 "reported": self.reported,
+                "costs": self.reported_costs,
                 "not_better": self.not_better,
                 "ignored_in_count_campaign": self.models_in_count_campaign,
                 "withheld": self.withheld,

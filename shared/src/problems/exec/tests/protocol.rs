@@ -79,6 +79,8 @@ fn maxsat_evaluation_output_works_unmodified() {
     );
     assert_eq!(claimed, vec![7, 6, 3]);
     assert_eq!(models, vec!["v 101\n", "v 011\n", "v 010\n"]);
+    // The provenance lists the costs reported, in order.
+    assert_eq!(record["improvements"]["costs"], json!([7, 6, 3]));
     assert_eq!(record["claims"]["status"], "OPTIMUM FOUND");
     assert_eq!(record["exit"], "exit code 30");
     // `o` lines as they improve, the model only once at the end (after `s`).
@@ -102,6 +104,7 @@ fn improvements_that_do_not_beat_the_bound_are_not_reported() {
     solve_first(&problem, &ctx).unwrap();
     assert_eq!(ctx.claimed(), vec![1]);
     assert_eq!(ctx.record()["improvements"]["not_better"], 1);
+    assert_eq!(ctx.record()["improvements"]["costs"], json!([1]));
 }
 
 /// Counts 1..=5 in steps, a checkpoint after each; after its first checkpoint of a fresh
