@@ -5,6 +5,7 @@ use grind_proto::v1 as pb;
 use grind_proto::v1::admin_client::AdminClient;
 use grind_worker::connect::{authenticated, endpoint, Access, AuthChannel};
 use std::path::PathBuf;
+use tonic::transport::Endpoint;
 
 use super::attachments::{self, Destination};
 use super::problem_args;
@@ -159,23 +160,32 @@ pub struct LeaderboardArgs {
 
 /// An admin client for `url`, with its token and TLS settings.
 pub async fn connect(url: &CoordinatorUrl) -> Result<AdminClient<AuthChannel>, CliError> {
+    let client = AdminClient::new(channel(url, |endpoint| endpoint).await?);
+    Ok(client
+        .max_decoding_message_size(256 << 20)
+        .max_encoding_message_size(256 << 20))
+}
+
+/// An authenticated channel to the coordinator at `url` (its token and CA as the flags and
+/// environment give them), its endpoint adjusted by `tune` (timeouts, windows) before
+/// connecting.
+pub async fn channel(
+    url: &CoordinatorUrl,
+    tune: impl FnOnce(Endpoint) -> Endpoint,
+) -> Result<AuthChannel, CliError> {
     let access = Access::from_sources(
         url.token.clone(),
         url.token_file.as_deref(),
         url.ca_file.as_deref(),
     )
     .map_err(|e| CliError::Usage(e.to_string()))?;
-    let channel = endpoint(&url.coordinator, &access)
-        .map_err(|e| CliError::Usage(e.to_string()))?
+    let endpoint =
+        endpoint(&url.coordinator, &access).map_err(|e| CliError::Usage(e.to_string()))?;
+    let channel = tune(endpoint)
         .connect()
         .await
         .with_context(|| format!("cannot reach the coordinator at {}", url.coordinator))?;
-    let client = AdminClient::new(
-        authenticated(channel, &access).map_err(|e| CliError::Usage(e.to_string()))?,
-    );
-    Ok(client
-        .max_decoding_message_size(256 << 20)
-        .max_encoding_message_size(256 << 20))
+    authenticated(channel, &access).map_err(|e| CliError::Usage(e.to_string()))
 }
 
 /// A refused call as a command-line error (usage errors exit 2).

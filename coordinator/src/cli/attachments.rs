@@ -11,13 +11,13 @@ use grind_exec::bundle::{pack, Digest};
 use grind_proto::v1 as pb;
 use grind_proto::v1::bundles_client::BundlesClient;
 use grind_shared::attachments::is_digest;
-use grind_worker::connect::{authenticated, endpoint, Access, AuthChannel};
+use grind_worker::connect::AuthChannel;
 use serde_json::Value;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::admin::{failed, CoordinatorUrl};
+use super::admin::{channel, failed, CoordinatorUrl};
 use super::CliError;
 use crate::bundles::{BundleStore, CHUNK_BYTES};
 
@@ -49,23 +49,14 @@ pub struct Attached {
 
 /// A Bundles client for the coordinator at `url` (uploads may take long: no 60 s limit).
 pub async fn connect(url: &CoordinatorUrl) -> Result<BundlesClient<AuthChannel>, CliError> {
-    let access = Access::from_sources(
-        url.token.clone(),
-        url.token_file.as_deref(),
-        url.ca_file.as_deref(),
-    )
-    .map_err(|e| CliError::Usage(e.to_string()))?;
-    let channel = endpoint(&url.coordinator, &access)
-        .map_err(|e| CliError::Usage(e.to_string()))?
-        .timeout(UPLOAD_TIMEOUT)
-        .initial_stream_window_size(crate::bundles::STREAM_WINDOW_BYTES)
-        .initial_connection_window_size(crate::bundles::CONNECTION_WINDOW_BYTES)
-        .connect()
-        .await
-        .with_context(|| format!("cannot reach the coordinator at {}", url.coordinator))?;
-    Ok(BundlesClient::new(
-        authenticated(channel, &access).map_err(|e| CliError::Usage(e.to_string()))?,
-    ))
+    let channel = channel(url, |endpoint| {
+        endpoint
+            .timeout(UPLOAD_TIMEOUT)
+            .initial_stream_window_size(crate::bundles::STREAM_WINDOW_BYTES)
+            .initial_connection_window_size(crate::bundles::CONNECTION_WINDOW_BYTES)
+    })
+    .await?;
+    Ok(BundlesClient::new(channel))
 }
 
 /// Replaces every attachment path in `raw` (a problem's parameters as given) under `keys`
