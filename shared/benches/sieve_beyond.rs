@@ -3,7 +3,7 @@
 //!
 //! `cargo bench -p grind-shared --bench sieve_beyond -- --from A --to B --commit C
 //! [--seconds S] [--min-seconds M] [--portfolio K] [--reach R] [--fresh] [--seed X]
-//! [--backward] [--region R] [--slack S] [--kick-pairs P] [--nodes K]` walks N = A..=B
+//! [--backward] [--region R] [--slack S] [--kick-pairs P] [--nodes K] [--focus F]` walks N = A..=B
 //! (B..=A with `--backward`) as a family: each N starts from the best of its neighbours'
 //! games carried over (N - 1's game extended to N, `sieve::family::extend`; N + 1's game with
 //! N + 1 dropped and finished; N's own recorded game), improves it by the anytime mode's
@@ -25,8 +25,10 @@
 //! start column then ends in `/seed=X` (and `/run=R` when run R > 0 found the game).
 //! `--region R`, `--slack S`, `--kick-pairs P` and `--nodes K` replace those of the anytime
 //! schedule (`lns::Schedule::anytime`: region `anytime::region_size(N)`, slack 60, 2 pairs,
-//! 2,000 nodes a repair). Each N's
-//! timing (bound, LNS) goes to stderr.
+//! 2,000 nodes a repair). `--focus F` adds F focused steps on N after every 8 ticks of a run
+//! (`lns::Lns::step_focused`: the region holds N and the multiples of one of its largest
+//! proper divisors, what a game must re-pair to keep that divisor for N; the row's start
+//! column then ends in `/focus=F`). Each N's timing (bound, LNS) goes to stderr.
 //!
 //! `-- --bound N...` only times the bound and prints its size.
 //!
@@ -190,6 +192,8 @@ struct Budget {
     slack: Option<i64>,
     kick_pairs: Option<usize>,
     nodes: Option<u64>,
+    /// `--focus`: focused steps on N ([`lns::Lns::step_focused`]) after every 8 ticks of a run.
+    focus: u64,
 }
 
 /// Improves the finished games `starts` of N (best first) by the anytime mode's LNS within
@@ -234,6 +238,10 @@ fn improve(
         for run in &mut runs {
             for _ in 0..8 {
                 run.tick(&plan);
+                steps += 1;
+            }
+            for _ in 0..budget.focus {
+                run.step_focused(n, size, plan.nodes);
                 steps += 1;
             }
         }
@@ -293,6 +301,7 @@ fn main() -> ExitCode {
     let kick_pairs: Option<usize> =
         flag(&mut args, "--kick-pairs").map(|s| s.parse().expect("--kick-pairs"));
     let nodes: Option<u64> = flag(&mut args, "--nodes").map(|s| s.parse().expect("--nodes"));
+    let focus: u64 = flag(&mut args, "--focus").map_or(0, |s| s.parse().expect("--focus"));
     let portfolio: usize =
         flag(&mut args, "--portfolio").map_or(1, |s| s.parse().expect("--portfolio"));
     let reach: u32 = flag(&mut args, "--reach").map_or(1, |s| s.parse().expect("--reach"));
@@ -353,6 +362,7 @@ fn main() -> ExitCode {
             slack,
             kick_pairs,
             nodes,
+            focus,
         };
         let (moves, score, spent, steps, run) = match improve(n, &starts, &budget) {
             Ok(found) => found,
@@ -396,6 +406,9 @@ fn main() -> ExitCode {
             let mut seed_text = seed.map_or_else(String::new, |s| format!("/seed={s}"));
             if run > 0 {
                 seed_text.push_str(&format!("/run={run}"));
+            }
+            if focus > 0 {
+                seed_text.push_str(&format!("/focus={focus}"));
             }
             println!(
                 "{n}\t{score}\t{pub_text}\t{diff}\t{}\t{}\t{spent:.2}\t{bound_cpu:.2}\t{steps}\t{origin}:{start_score}{seed_text}\t{}\t{}\t{commit}\t{date}\t{}",
