@@ -2,8 +2,9 @@
 //! the driver behind `bench/sieve_beyond.sh` and `records/sieve-beyond-1000.tsv`.
 //!
 //! `cargo bench -p grind-shared --bench sieve_beyond -- --from A --to B --commit C
-//! [--seconds S] [--min-seconds M] [--portfolio K] [--reach R] [--fresh] [--seed X]
-//! [--backward] [--region R] [--slack S] [--kick-pairs P] [--nodes K] [--focus F]` walks N = A..=B
+//! [--seconds S] [--min-seconds M] [--portfolio K] [--reach R] [--below B] [--start L]
+//! [--fresh] [--seed X] [--backward] [--region R] [--slack S] [--kick-pairs P] [--nodes K]
+//! [--focus F]` walks N = A..=B
 //! (B..=A with `--backward`) as a family: each N starts from the best of its neighbours'
 //! games carried over (N - 1's game extended to N, `sieve::family::extend`; N + 1's game with
 //! N + 1 dropped and finished; N's own recorded game), improves it by the anytime mode's
@@ -20,7 +21,9 @@
 //! the N that fall short. `--portfolio K` lets up to K LNS runs (own seeds, each from the
 //! next start in turn, best first) work on an N that falls short, one more joining every M
 //! seconds. `--reach R` also starts N from each recorded N + k, k <= R, cut down to N
-//! (default 1); `--fresh` leaves N's own recorded game out of the starts. `--seed X` draws
+//! (default 1); `--below B` also starts N from each recorded N - k, 2 <= k <= B, extended
+//! one N at a time; `--start LABEL` keeps only the start of that label (`own`, `n-K`,
+//! `n+K`); `--fresh` leaves N's own recorded game out of the starts. `--seed X` draws
 //! the LNS regions from X (default: from N alone, as the first rows were made); the row's
 //! start column then ends in `/seed=X` (and `/run=R` when run R > 0 found the game).
 //! `--region R`, `--slack S`, `--kick-pairs P` and `--nodes K` replace those of the anytime
@@ -115,6 +118,17 @@ fn restrict(n: u32, moves: &[u32]) -> Option<(i64, Vec<u32>)> {
     let wide: Vec<u64> = finished.iter().map(|&m| u64::from(m)).collect();
     let score = game::replay(n, &wide).ok()?;
     Some((score as i64, finished))
+}
+
+/// A game of `n` from `from`'s game `(score, moves)` (`from` < `n`): extended one N at a time
+/// (`sieve::family::extend`).
+fn lift(from: u32, n: u32, game: &(i64, Vec<u32>)) -> Option<(i64, Vec<u32>)> {
+    let mut moves: Vec<u64> = game.1.iter().map(|&m| u64::from(m)).collect();
+    let mut score = game.0;
+    for m in from + 1..=n {
+        (moves, score) = family::extend(m, &moves, score).ok()?;
+    }
+    Some((score, moves.iter().map(|&m| m as u32).collect()))
 }
 
 /// The certificate stored for `n` in `dir`, if it parses, is `n`'s and checks.
@@ -305,6 +319,8 @@ fn main() -> ExitCode {
     let portfolio: usize =
         flag(&mut args, "--portfolio").map_or(1, |s| s.parse().expect("--portfolio"));
     let reach: u32 = flag(&mut args, "--reach").map_or(1, |s| s.parse().expect("--reach"));
+    let below: u32 = flag(&mut args, "--below").map_or(1, |s| s.parse().expect("--below"));
+    let only: Option<String> = flag(&mut args, "--start");
     let backward = args.iter().any(|a| a == "--backward");
     let fresh = args.iter().any(|a| a == "--fresh");
     let record = PathBuf::from(format!("{ROOT}/records/sieve-beyond-1000.tsv"));
@@ -335,6 +351,14 @@ fn main() -> ExitCode {
             if let Some((s, moves)) = best.get(&(n + k)).and_then(|(_, m)| restrict(n, m)) {
                 starts.push((s, moves, format!("n+{k}")));
             }
+        }
+        for k in 2..=below.min(n - 1) {
+            if let Some((s, moves)) = best.get(&(n - k)).and_then(|g| lift(n - k, n, g)) {
+                starts.push((s, moves, format!("n-{k}")));
+            }
+        }
+        if let Some(only) = &only {
+            starts.retain(|s| s.2 == *only);
         }
         if starts.is_empty() {
             eprintln!("N = {n}: no neighbour game to start from");
