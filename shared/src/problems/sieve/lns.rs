@@ -508,6 +508,30 @@ mod tests {
     }
 
     #[test]
+    fn focused_steps_never_lose_and_reach_the_optimum_with_a_whole_region() {
+        for n in [12u32, 60, 150] {
+            let (start, greedy) = Searcher::new(n).greedy_game();
+            let mut lns = Lns::new(n, &start, 3).unwrap();
+            let mut last = greedy;
+            for i in 0..40 {
+                // Targets of every kind: N itself, composites, primes, and out of range.
+                let target = [n, n - 1, n / 2, 2, 1, n + 1][i % 6];
+                lns.step_focused(target, 10 + i % 30, 300);
+                let (moves, score) = lns.game();
+                assert!(score >= last, "N = {n}");
+                assert_eq!(replayed(n, moves), Ok(score as u64), "N = {n}");
+                last = score;
+            }
+        }
+        // A region of every number makes the focused step the exact search (N = 82: 2187,
+        // OEIS A019312).
+        let (start, _) = Searcher::new(82).greedy_game();
+        let mut lns = Lns::new(82, &start, 1).unwrap();
+        lns.step_focused(82, 83, 1_000_000);
+        assert_eq!(lns.game().1, 2187);
+    }
+
+    #[test]
     fn kicks_may_lose_within_their_slack_but_the_best_game_never_drops() {
         let n = 150;
         let (start, greedy) = Searcher::new(n).greedy_game();
