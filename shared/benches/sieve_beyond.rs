@@ -2,8 +2,9 @@
 //! the driver behind `bench/sieve_beyond.sh` and `records/sieve-beyond-1000.tsv`.
 //!
 //! `cargo bench -p grind-shared --bench sieve_beyond -- --from A --to B --commit C
-//! [--seconds S] [--min-seconds M] [--portfolio K] [--reach R] [--fresh] [--seed X]
-//! [--backward] [--region R] [--slack S] [--kick-pairs P] [--nodes K]` walks N = A..=B
+//! [--seconds S] [--min-seconds M] [--portfolio K] [--reach R] [--below B] [--start L]
+//! [--fresh] [--seed X] [--backward] [--region R] [--slack S] [--kick-pairs P] [--nodes K]
+//! [--focus F]` walks N = A..=B
 //! (B..=A with `--backward`) as a family: each N starts from the best of its neighbours'
 //! games carried over (N - 1's game extended to N, `sieve::family::extend`; N + 1's game with
 //! N + 1 dropped and finished; N's own recorded game), improves it by the anytime mode's
@@ -20,13 +21,17 @@
 //! the N that fall short. `--portfolio K` lets up to K LNS runs (own seeds, each from the
 //! next start in turn, best first) work on an N that falls short, one more joining every M
 //! seconds. `--reach R` also starts N from each recorded N + k, k <= R, cut down to N
-//! (default 1); `--fresh` leaves N's own recorded game out of the starts. `--seed X` draws
+//! (default 1); `--below B` also starts N from each recorded N - k, 2 <= k <= B, extended
+//! one N at a time; `--start LABEL` keeps only the start of that label (`own`, `n-K`,
+//! `n+K`); `--fresh` leaves N's own recorded game out of the starts. `--seed X` draws
 //! the LNS regions from X (default: from N alone, as the first rows were made); the row's
 //! start column then ends in `/seed=X` (and `/run=R` when run R > 0 found the game).
 //! `--region R`, `--slack S`, `--kick-pairs P` and `--nodes K` replace those of the anytime
 //! schedule (`lns::Schedule::anytime`: region `anytime::region_size(N)`, slack 60, 2 pairs,
-//! 2,000 nodes a repair). Each N's
-//! timing (bound, LNS) goes to stderr.
+//! 2,000 nodes a repair). `--focus F` adds F focused steps on N after every 8 ticks of a run
+//! (`lns::Lns::step_focused`: the region holds N and the multiples of one of its largest
+//! proper divisors, what a game must re-pair to keep that divisor for N; the row's start
+//! column then ends in `/focus=F`). Each N's timing (bound, LNS) goes to stderr.
 //!
 //! `-- --bound N...` only times the bound and prints its size.
 //!
@@ -115,6 +120,17 @@ fn restrict(n: u32, moves: &[u32]) -> Option<(i64, Vec<u32>)> {
     Some((score as i64, finished))
 }
 
+/// A game of `n` from `from`'s game `(score, moves)` (`from` < `n`): extended one N at a time
+/// (`sieve::family::extend`).
+fn lift(from: u32, n: u32, game: &(i64, Vec<u32>)) -> Option<(i64, Vec<u32>)> {
+    let mut moves: Vec<u64> = game.1.iter().map(|&m| u64::from(m)).collect();
+    let mut score = game.0;
+    for m in from + 1..=n {
+        (moves, score) = family::extend(m, &moves, score).ok()?;
+    }
+    Some((score, moves.iter().map(|&m| m as u32).collect()))
+}
+
 /// The certificate stored for `n` in `dir`, if it parses, is `n`'s and checks.
 fn stored(n: u32, dir: &Path) -> Option<Certificate> {
     let text = std::fs::read_to_string(dir.join(format!("{n}.txt"))).ok()?;
@@ -190,6 +206,8 @@ struct Budget {
     slack: Option<i64>,
     kick_pairs: Option<usize>,
     nodes: Option<u64>,
+    /// `--focus`: focused steps on N ([`lns::Lns::step_focused`]) after every 8 ticks of a run.
+    focus: u64,
 }
 
 /// Improves the finished games `starts` of N (best first) by the anytime mode's LNS within
@@ -234,6 +252,10 @@ fn improve(
         for run in &mut runs {
             for _ in 0..8 {
                 run.tick(&plan);
+                steps += 1;
+            }
+            for _ in 0..budget.focus {
+                run.step_focused(n, size, plan.nodes);
                 steps += 1;
             }
         }
@@ -293,9 +315,12 @@ fn main() -> ExitCode {
     let kick_pairs: Option<usize> =
         flag(&mut args, "--kick-pairs").map(|s| s.parse().expect("--kick-pairs"));
     let nodes: Option<u64> = flag(&mut args, "--nodes").map(|s| s.parse().expect("--nodes"));
+    let focus: u64 = flag(&mut args, "--focus").map_or(0, |s| s.parse().expect("--focus"));
     let portfolio: usize =
         flag(&mut args, "--portfolio").map_or(1, |s| s.parse().expect("--portfolio"));
     let reach: u32 = flag(&mut args, "--reach").map_or(1, |s| s.parse().expect("--reach"));
+    let below: u32 = flag(&mut args, "--below").map_or(1, |s| s.parse().expect("--below"));
+    let only: Option<String> = flag(&mut args, "--start");
     let backward = args.iter().any(|a| a == "--backward");
     let fresh = args.iter().any(|a| a == "--fresh");
     let record = PathBuf::from(format!("{ROOT}/records/sieve-beyond-1000.tsv"));
@@ -327,6 +352,14 @@ fn main() -> ExitCode {
                 starts.push((s, moves, format!("n+{k}")));
             }
         }
+        for k in 2..=below.min(n - 1) {
+            if let Some((s, moves)) = best.get(&(n - k)).and_then(|g| lift(n - k, n, g)) {
+                starts.push((s, moves, format!("n-{k}")));
+            }
+        }
+        if let Some(only) = &only {
+            starts.retain(|s| s.2 == *only);
+        }
         if starts.is_empty() {
             eprintln!("N = {n}: no neighbour game to start from");
             return ExitCode::FAILURE;
@@ -353,6 +386,7 @@ fn main() -> ExitCode {
             slack,
             kick_pairs,
             nodes,
+            focus,
         };
         let (moves, score, spent, steps, run) = match improve(n, &starts, &budget) {
             Ok(found) => found,
@@ -396,6 +430,9 @@ fn main() -> ExitCode {
             let mut seed_text = seed.map_or_else(String::new, |s| format!("/seed={s}"));
             if run > 0 {
                 seed_text.push_str(&format!("/run={run}"));
+            }
+            if focus > 0 {
+                seed_text.push_str(&format!("/focus={focus}"));
             }
             println!(
                 "{n}\t{score}\t{pub_text}\t{diff}\t{}\t{}\t{spent:.2}\t{bound_cpu:.2}\t{steps}\t{origin}:{start_score}{seed_text}\t{}\t{}\t{commit}\t{date}\t{}",

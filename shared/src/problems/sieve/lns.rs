@@ -288,9 +288,39 @@ impl Lns {
         self.repair(&region, nodes, &[], 0)
     }
 
+    /// One step whose region holds `target` and every multiple of its largest proper
+    /// divisors target / p (p a prime factor of target), each with its partner, grown as a
+    /// blob to about `size` numbers. The region that lets a game play `target` by keeping
+    /// one of those divisors for it: the divisor's other multiples must then be paired
+    /// elsewhere, a change that random regions rarely hold all of (see
+    /// `benches/sieve_beyond.rs`, `--focus`). True when the score rose.
+    pub fn step_focused(&mut self, target: u32, size: usize, nodes: u64) -> bool {
+        if self.n < 4 || !(2..=self.n).contains(&target) {
+            return false;
+        }
+        let primes: Vec<u32> = self.searcher.graph().primes(target).to_vec();
+        let mut seeds = vec![target];
+        // One divisor at random (all of them would fill the region with small ones' multiples).
+        if !primes.is_empty() {
+            let d = target / primes[self.rng.below(primes.len() as u64) as usize];
+            if d >= 2 {
+                seeds.extend((2..=self.n / d).map(|k| k * d));
+            }
+            seeds.push(d);
+        }
+        let region = self.grow(&seeds, size);
+        self.repair(&region, nodes, &[], 0)
+    }
+
     /// A connected blob of about `size` numbers around `seed`: grown by adding a random
     /// graph neighbour of a random member, each number with its current partner.
     fn region(&mut self, seed: u32, size: usize) -> Vec<u32> {
+        self.grow(&[seed], size)
+    }
+
+    /// `seeds` (the first `size` of them), each with its current partner, grown as a blob to
+    /// about `size` numbers ([`Lns::region`]).
+    fn grow(&mut self, seeds: &[u32], size: usize) -> Vec<u32> {
         let mut members: Vec<u32> = Vec::with_capacity(size + 2);
         let add = |x: u32, members: &mut Vec<u32>, in_region: &mut [bool]| {
             if x >= 1 && !in_region[x as usize] {
@@ -298,12 +328,14 @@ impl Lns {
                 members.push(x);
             }
         };
-        add(seed, &mut members, &mut self.in_region);
-        add(
-            self.partner[seed as usize],
-            &mut members,
-            &mut self.in_region,
-        );
+        for &seed in seeds.iter().take(size.max(1)) {
+            add(seed, &mut members, &mut self.in_region);
+            add(
+                self.partner[seed as usize],
+                &mut members,
+                &mut self.in_region,
+            );
+        }
         let mut misses = 0;
         while members.len() < size && misses < 4 * size {
             let from = members[self.rng.modulo(members.len().max(1) as u64) as usize];
@@ -450,6 +482,30 @@ mod tests {
             }
             assert!(last <= Searcher::new(n).root_bound(), "N = {n}");
         }
+    }
+
+    #[test]
+    fn focused_steps_never_lose_and_reach_the_optimum_with_a_whole_region() {
+        for n in [12u32, 60, 150] {
+            let (start, greedy) = Searcher::new(n).greedy_game();
+            let mut lns = Lns::new(n, &start, 3).unwrap();
+            let mut last = greedy;
+            for i in 0..40 {
+                // Targets of every kind: N itself, composites, primes, and out of range.
+                let target = [n, n - 1, n / 2, 2, 1, n + 1][i % 6];
+                lns.step_focused(target, 10 + i % 30, 300);
+                let (moves, score) = lns.game();
+                assert!(score >= last, "N = {n}");
+                assert_eq!(replayed(n, moves), Ok(score as u64), "N = {n}");
+                last = score;
+            }
+        }
+        // A region of every number makes the focused step the exact search (N = 82: 2187,
+        // OEIS A019312).
+        let (start, _) = Searcher::new(82).greedy_game();
+        let mut lns = Lns::new(82, &start, 1).unwrap();
+        lns.step_focused(82, 83, 1_000_000);
+        assert_eq!(lns.game().1, 2187);
     }
 
     #[test]
