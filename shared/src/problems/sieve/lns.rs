@@ -302,7 +302,7 @@ impl Lns {
         let mut seeds = vec![target];
         // One divisor at random (all of them would fill the region with small ones' multiples).
         if !primes.is_empty() {
-            let d = target / primes[self.rng.below(primes.len() as u64) as usize];
+            let d = target / primes[self.rng.modulo(primes.len().max(1) as u64) as usize];
             if d >= 2 {
                 seeds.extend((2..=self.n / d).map(|k| k * d));
             }
