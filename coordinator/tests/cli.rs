@@ -658,3 +658,70 @@ fn a_proof_that_nothing_reaches_the_target_is_not_called_an_optimum() {
         "{text}"
     );
 }
+
+#[test]
+fn an_exec_units_cpu_includes_its_solvers_processes() {
+    // Each unit's solver (a shell script) burns half a second of CPU in a child process it
+    // waits for: the worker's own clocks see none of it, yet it is the unit's CPU.
+    let dir = tempfile::tempdir().unwrap();
+    let file = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path.to_str().unwrap().to_string()
+    };
+    let solver = file(
+        "burn.sh",
+        "#!/bin/sh\npython3 -c '\nimport time\nt = time.process_time()\n\
+         while time.process_time() - t < 0.5:\n    pass\n'\necho \"o $GRIND_SEED\"; echo \"v $GRIND_SEED\"\n",
+    );
+    let checker = file(
+        "check.sh",
+        "#!/bin/sh\nx=$(sed -n 's/^v //p' \"$2\" | head -n 1)\necho \"${x:-0}\"\n",
+    );
+    let instance = file("instance.txt", "none\n");
+    let db = dir.path().join("run.db");
+    let out = grind(&[
+        "run",
+        "exec",
+        "--solver",
+        &solver,
+        "--checker",
+        &checker,
+        "--instance",
+        &instance,
+        "--objective",
+        "max",
+        "--units",
+        "seeds:3",
+        "--unit-seconds",
+        "60",
+        "--workers",
+        "1",
+        "--threads",
+        "2",
+        "--db",
+        db.to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_str(&last_line(&out.stdout)).unwrap();
+    assert_eq!(v["value"], "2");
+    let total = v["cpu_seconds"].as_f64().unwrap();
+    assert!(total >= 1.35, "the campaign's CPU: {total} s");
+    let stored: Vec<f64> = campaigns::open_read_only(&db)
+        .prepare("SELECT cpu_seconds FROM results ORDER BY unit_id")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    // One result per unit, and one per replica when a unit was run again to be compared.
+    assert!(stored.len() >= 3, "{stored:?}");
+    assert!(stored.iter().all(|&s| s >= 0.45), "{stored:?}");
+}

@@ -126,7 +126,7 @@ pub struct Supervised {
     pub killed: bool,
     /// How the leader ended.
     pub exit: ExitKind,
-    /// The leader's CPU time (user + system).
+    /// The leader's CPU time (user + system), with that of the descendants it reaped.
     pub cpu_time: Duration,
     /// The leader's peak resident set, in bytes.
     pub max_rss_bytes: u64,

@@ -201,6 +201,13 @@ pub trait SolveContext: Sync {
     fn provenance(&self, record: Value) {
         let _ = record;
     }
+    /// Reports CPU seconds used by processes this solve started and reaped (a user's solver
+    /// with the descendants it waited for, as `wait4` measures them), which the solving
+    /// thread's own CPU clock does not see; the worker adds them to the unit's CPU time.
+    /// Calls add up. The default drops them.
+    fn child_cpu(&self, seconds: f64) {
+        let _ = seconds;
+    }
 }
 
 /// A problem instance with validated parameters: splitter, solver and verifier.

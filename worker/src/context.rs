@@ -149,6 +149,8 @@ pub struct UnitContext {
     provenance: Mutex<Option<String>>,
     /// A checkpoint over [`MAX_CHECKPOINT_BYTES`] was refused (logged once per unit).
     oversize_logged: AtomicBool,
+    /// CPU of the processes the solve ran, in nanoseconds ([`SolveContext::child_cpu`]).
+    child_cpu_nanos: AtomicU64,
     events: mpsc::UnboundedSender<UnitEvent>,
 }
 
@@ -176,6 +178,7 @@ impl UnitContext {
             payload: Mutex::new(payload),
             provenance: Mutex::new(None),
             oversize_logged: AtomicBool::new(false),
+            child_cpu_nanos: AtomicU64::new(0),
             events,
         }
     }
@@ -183,6 +186,11 @@ impl UnitContext {
     /// The solver's last provenance record (JSON), if it made one.
     pub fn provenance_json(&self) -> Option<String> {
         self.provenance.lock().expect("poisoned").clone()
+    }
+
+    /// CPU seconds of the processes the solve ran and reaped (its own thread's not included).
+    pub fn child_cpu_seconds(&self) -> f64 {
+        self.child_cpu_nanos.load(Ordering::Acquire) as f64 * 1e-9
     }
 
     /// Asks the solver to checkpoint and stop.
@@ -308,6 +316,13 @@ impl SolveContext for UnitContext {
             .to_string();
         }
         *self.provenance.lock().expect("poisoned") = Some(text);
+    }
+
+    fn child_cpu(&self, seconds: f64) {
+        if seconds.is_finite() && seconds > 0.0 {
+            let nanos = (seconds * 1e9).min(u64::MAX as f64) as u64;
+            self.child_cpu_nanos.fetch_add(nanos, Ordering::AcqRel);
+        }
     }
 
     fn donate(&self, units: Vec<UnitSpec>, remaining: Vec<u8>) -> bool {

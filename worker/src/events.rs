@@ -3,13 +3,15 @@
 //! check every result a worker heard accepted against the store). Unlike the log, this is
 //! a contract: the lines below are pinned by a test, and fields are only ever added.
 //!
-//! Every line has `event` (its kind) and `at_ms` (milliseconds since the Unix epoch, when the
-//! worker learnt it), then the kind's fields:
+//! Every line has `event` (its kind), then the kind's fields, then `at_ms` (milliseconds
+//! since the Unix epoch, when the worker learnt it) and `at_us` (the same instant in
+//! microseconds):
 //!
 //! | `event` | fields |
 //! |---|---|
 //! | `registered` | `worker_id` |
 //! | `lease_granted` | `worker_id`, `lease_id`, `campaign_id`, `unit_id`, `replica` |
+//! | `unit_started` | `worker_id`, `lease_id`, `campaign_id`, `unit_id`: a solving thread took the (queued) unit; its solve starts now |
 //! | `result_accepted` | `worker_id`, `lease_id`, `campaign_id`, `unit_id`: the result was new and taken |
 //! | `result_duplicate` | same: acknowledged, but the unit was already finished |
 //! | `result_refused` | same plus `code` (gRPC code) and `reason` |
@@ -52,6 +54,18 @@ pub enum WorkerEvent {
         unit_id: i64,
         /// Whether it re-runs a finished unit to check it.
         replica: bool,
+    },
+    /// A granted unit's solve is starting on a thread (at once, or after waiting in the
+    /// queue for a free thread).
+    UnitStarted {
+        /// This worker.
+        worker_id: i64,
+        /// The lease.
+        lease_id: i64,
+        /// Its campaign.
+        campaign_id: i64,
+        /// Its unit.
+        unit_id: i64,
     },
     /// The coordinator acknowledged a result as new and took it.
     ResultAccepted {
@@ -165,11 +179,18 @@ struct Line<'a> {
     #[serde(flatten)]
     event: &'a WorkerEvent,
     at_ms: i64,
+    at_us: i64,
 }
 
-/// `event` as its line (without the newline) at `at_ms`.
-pub fn line(event: &WorkerEvent, at_ms: i64) -> String {
-    serde_json::to_string(&Line { event, at_ms }).unwrap_or_else(|e| {
+/// `event` as its line (without the newline) at `at_us` microseconds since the Unix epoch.
+pub fn line(event: &WorkerEvent, at_us: i64) -> String {
+    let at_ms = at_us.div_euclid(1000);
+    serde_json::to_string(&Line {
+        event,
+        at_ms,
+        at_us,
+    })
+    .unwrap_or_else(|e| {
         // Unreachable for these plain types; say so in the stream rather than panic.
         format!(r#"{{"event":"unwritable","reason":{:?}}}"#, e.to_string())
     })
@@ -206,10 +227,10 @@ impl EventLog {
         let Some(mut file) = self.file.as_ref() else {
             return;
         };
-        let at_ms = std::time::SystemTime::now()
+        let at_us = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as i64);
-        let mut text = line(&event, at_ms);
+            .map_or(0, |d| d.as_micros() as i64);
+        let mut text = line(&event, at_us);
         text.push('\n');
         if let Err(e) = file.write_all(text.as_bytes()) {
             if !self.failed.swap(true, Ordering::Relaxed) {
@@ -231,7 +252,7 @@ mod tests {
         let cases = [
             (
                 WorkerEvent::Registered { worker_id: w },
-                r#"{"event":"registered","worker_id":3,"at_ms":1000}"#,
+                r#"{"event":"registered","worker_id":3,"at_ms":1000,"at_us":1000250}"#,
             ),
             (
                 WorkerEvent::LeaseGranted {
@@ -241,7 +262,16 @@ mod tests {
                     unit_id: u,
                     replica: false,
                 },
-                r#"{"event":"lease_granted","worker_id":3,"lease_id":41,"campaign_id":5,"unit_id":17,"replica":false,"at_ms":1000}"#,
+                r#"{"event":"lease_granted","worker_id":3,"lease_id":41,"campaign_id":5,"unit_id":17,"replica":false,"at_ms":1000,"at_us":1000250}"#,
+            ),
+            (
+                WorkerEvent::UnitStarted {
+                    worker_id: w,
+                    lease_id: l,
+                    campaign_id: c,
+                    unit_id: u,
+                },
+                r#"{"event":"unit_started","worker_id":3,"lease_id":41,"campaign_id":5,"unit_id":17,"at_ms":1000,"at_us":1000250}"#,
             ),
             (
                 WorkerEvent::ResultAccepted {
@@ -250,7 +280,7 @@ mod tests {
                     campaign_id: c,
                     unit_id: u,
                 },
-                r#"{"event":"result_accepted","worker_id":3,"lease_id":41,"campaign_id":5,"unit_id":17,"at_ms":1000}"#,
+                r#"{"event":"result_accepted","worker_id":3,"lease_id":41,"campaign_id":5,"unit_id":17,"at_ms":1000,"at_us":1000250}"#,
             ),
             (
                 WorkerEvent::ResultDuplicate {
@@ -259,7 +289,7 @@ mod tests {
                     campaign_id: c,
                     unit_id: u,
                 },
-                r#"{"event":"result_duplicate","worker_id":3,"lease_id":41,"campaign_id":5,"unit_id":17,"at_ms":1000}"#,
+                r#"{"event":"result_duplicate","worker_id":3,"lease_id":41,"campaign_id":5,"unit_id":17,"at_ms":1000,"at_us":1000250}"#,
             ),
             (
                 WorkerEvent::ResultRefused {
@@ -270,7 +300,7 @@ mod tests {
                     code: 9,
                     reason: "lease 41 has ended".into(),
                 },
-                r#"{"event":"result_refused","worker_id":3,"lease_id":41,"campaign_id":5,"unit_id":17,"code":9,"reason":"lease 41 has ended","at_ms":1000}"#,
+                r#"{"event":"result_refused","worker_id":3,"lease_id":41,"campaign_id":5,"unit_id":17,"code":9,"reason":"lease 41 has ended","at_ms":1000,"at_us":1000250}"#,
             ),
             (
                 WorkerEvent::ImprovementAccepted {
@@ -279,7 +309,7 @@ mod tests {
                     campaign_id: c,
                     score: -12,
                 },
-                r#"{"event":"improvement_accepted","worker_id":3,"lease_id":41,"campaign_id":5,"score":-12,"at_ms":1000}"#,
+                r#"{"event":"improvement_accepted","worker_id":3,"lease_id":41,"campaign_id":5,"score":-12,"at_ms":1000,"at_us":1000250}"#,
             ),
             (
                 WorkerEvent::UnitsDonated {
@@ -287,7 +317,7 @@ mod tests {
                     lease_id: l,
                     accepted: 2,
                 },
-                r#"{"event":"units_donated","worker_id":3,"lease_id":41,"accepted":2,"at_ms":1000}"#,
+                r#"{"event":"units_donated","worker_id":3,"lease_id":41,"accepted":2,"at_ms":1000,"at_us":1000250}"#,
             ),
             (
                 WorkerEvent::LeaseReleased {
@@ -296,14 +326,14 @@ mod tests {
                     campaign_id: c,
                     unit_id: u,
                 },
-                r#"{"event":"lease_released","worker_id":3,"lease_id":41,"campaign_id":5,"unit_id":17,"at_ms":1000}"#,
+                r#"{"event":"lease_released","worker_id":3,"lease_id":41,"campaign_id":5,"unit_id":17,"at_ms":1000,"at_us":1000250}"#,
             ),
             (
                 WorkerEvent::LeaseCancelled {
                     worker_id: w,
                     lease_id: l,
                 },
-                r#"{"event":"lease_cancelled","worker_id":3,"lease_id":41,"at_ms":1000}"#,
+                r#"{"event":"lease_cancelled","worker_id":3,"lease_id":41,"at_ms":1000,"at_us":1000250}"#,
             ),
             (
                 WorkerEvent::Refused {
@@ -311,7 +341,7 @@ mod tests {
                     kind: RefusedFor::Banned,
                     reason: "worker 3 is banned".into(),
                 },
-                r#"{"event":"refused","worker_id":3,"kind":"banned","reason":"worker 3 is banned","at_ms":1000}"#,
+                r#"{"event":"refused","worker_id":3,"kind":"banned","reason":"worker 3 is banned","at_ms":1000,"at_us":1000250}"#,
             ),
             (
                 WorkerEvent::Stopped {
@@ -320,11 +350,11 @@ mod tests {
                     refused: 1,
                     undelivered: 0,
                 },
-                r#"{"event":"stopped","worker_id":3,"units_done":7,"refused":1,"undelivered":0,"at_ms":1000}"#,
+                r#"{"event":"stopped","worker_id":3,"units_done":7,"refused":1,"undelivered":0,"at_ms":1000,"at_us":1000250}"#,
             ),
         ];
         for (event, expected) in cases {
-            assert_eq!(line(&event, 1000), expected);
+            assert_eq!(line(&event, 1_000_250), expected);
         }
     }
 
@@ -346,7 +376,12 @@ mod tests {
         assert_eq!(lines.len(), 2);
         assert_eq!(lines[0]["event"], "registered");
         assert_eq!(lines[1]["lease_id"], 2);
-        assert!(lines[1]["at_ms"].as_i64().unwrap() > 1_600_000_000_000);
+        let (ms, us) = (
+            lines[1]["at_ms"].as_i64().unwrap(),
+            lines[1]["at_us"].as_i64().unwrap(),
+        );
+        assert!(ms > 1_600_000_000_000);
+        assert_eq!(us / 1000, ms);
         let err = EventLog::open(&dir.path().join("no/such/dir/events"))
             .err()
             .unwrap();

@@ -16,7 +16,9 @@ pub struct RunOutcome {
     pub exit: ExitKind,
     /// Wall time from spawn to reaping.
     pub wall_time: Duration,
-    /// CPU time of the solver process (not of its children).
+    /// CPU time (user + system) of the solver process and of the descendants it waited
+    /// for (`wait4`'s resource usage); descendants still running at its end are killed
+    /// uncounted.
     pub cpu_time: Duration,
     /// Peak resident set of the solver process.
     pub max_rss_bytes: u64,

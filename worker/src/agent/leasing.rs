@@ -178,6 +178,12 @@ impl<C: Coordinator> Agent<C> {
             bound,
             self.runner.events(),
         ));
+        self.log.emit(WorkerEvent::UnitStarted {
+            worker_id: self.summary.worker_id,
+            lease_id,
+            campaign_id: grant.campaign_id,
+            unit_id: grant.unit_id,
+        });
         self.runner
             .spawn(lease_id, problem, grant.unit_payload.clone(), ctx.clone());
         self.running.insert(

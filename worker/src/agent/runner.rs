@@ -1,6 +1,13 @@
 //! The CPU side: units solve on a rayon pool (never on the async runtime's threads), each
 //! measured for CPU time and caught if it panics, and report back through the unit events
 //! channel.
+//!
+//! A unit's CPU time is its solving thread's (or, when it ran alone, the whole process's)
+//! plus what its solve reports through [`SolveContext::child_cpu`]: the CPU of processes it
+//! ran (a user's solver), measured per process by `wait4` when it was reaped. Neither clock
+//! of this process sees a child's CPU, and `RUSAGE_CHILDREN` deltas cannot be used: they
+//! are process-wide, so with several units running at once each would be charged the
+//! others' solvers.
 
 use grind_shared::problem::{Problem, ProblemError, SolveContext};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -86,11 +93,12 @@ impl Runner {
             });
             let alone = accounting.active.load(Ordering::Acquire) == 1
                 && accounting.starts.load(Ordering::Acquire) == starts_before;
-            let cpu_seconds = if alone {
+            let own_seconds = if alone {
                 cpu::process_seconds() - process0
             } else {
                 cpu::thread_seconds() - thread0
             };
+            let cpu_seconds = own_seconds + ctx.child_cpu_seconds();
             accounting.active.fetch_sub(1, Ordering::AcqRel);
             let claim_bound = SolveContext::bound(ctx.as_ref());
             ctx.send(UnitEvent::Finished(Finished {
@@ -136,8 +144,34 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn a_panicking_solver_becomes_a_solver_error() {
+    /// A problem whose solve says its child processes used `CHILD_CPU` seconds.
+    struct RanChildren;
+    const CHILD_CPU: f64 = 7.25;
+
+    impl Verification for RanChildren {}
+    impl Units for RanChildren {}
+    impl Chains for RanChildren {}
+    impl Placement for RanChildren {}
+    impl Presentation for RanChildren {}
+
+    impl Problem for RanChildren {
+        fn objective(&self) -> Objective {
+            Objective::Count
+        }
+        fn split(&self, _: Option<&[u8]>, _: usize) -> Result<SplitBatch, ProblemError> {
+            Ok(SplitBatch {
+                units: Vec::new(),
+                next: None,
+            })
+        }
+        fn solve(&self, _: &[u8], ctx: &dyn SolveContext) -> Result<UnitOutcome, ProblemError> {
+            ctx.child_cpu(CHILD_CPU - 1.0);
+            ctx.child_cpu(1.0);
+            Ok(UnitOutcome::Count(1u32.into()))
+        }
+    }
+
+    async fn finished(problem: Arc<dyn Problem>) -> Finished {
         let (runner, mut events) = Runner::new(1).unwrap();
         let ctx = Arc::new(UnitContext::new(
             9,
@@ -147,7 +181,7 @@ mod tests {
             Arc::new(SharedBound::new(Objective::Count, None)),
             runner.events(),
         ));
-        runner.spawn(9, Arc::new(Panics), Vec::new(), ctx);
+        runner.spawn(9, problem, Vec::new(), ctx);
         let event = tokio::time::timeout(std::time::Duration::from_secs(30), events.recv())
             .await
             .expect("the unit reports within 30 s")
@@ -155,6 +189,24 @@ mod tests {
         let UnitEvent::Finished(done) = event else {
             panic!("expected the unit's end, got {event:?}");
         };
+        done
+    }
+
+    #[tokio::test]
+    async fn the_cpu_of_the_processes_a_solve_ran_is_the_units_too() {
+        let done = finished(Arc::new(RanChildren)).await;
+        assert!(done.outcome.is_ok());
+        // The thread's own CPU comes on top (a few microseconds), never instead.
+        assert!(
+            (CHILD_CPU..CHILD_CPU + 1.0).contains(&done.cpu_seconds),
+            "{}",
+            done.cpu_seconds
+        );
+    }
+
+    #[tokio::test]
+    async fn a_panicking_solver_becomes_a_solver_error() {
+        let done = finished(Arc::new(Panics)).await;
         assert_eq!(done.lease_id, 9);
         let err = done.outcome.unwrap_err().to_string();
         assert!(

@@ -245,6 +245,8 @@ impl<'a> Session<'a> {
             self.ship_checkpoint_quietly();
         }
         self.ctx.provenance(self.provenance(&outcome));
+        // The solver ran in its own processes: the unit's CPU is theirs, not the thread's.
+        self.ctx.child_cpu(outcome.cpu_time.as_secs_f64());
         if stopped {
             return Ok(UnitOutcome::Stopped);
         }

@@ -28,6 +28,7 @@ pub(super) struct Recorder {
     pub checkpoints: Mutex<Vec<Vec<u8>>>,
     pub provenance: Mutex<Vec<Value>>,
     pub progress: Mutex<Vec<f64>>,
+    pub child_cpu: Mutex<f64>,
 }
 
 impl Recorder {
@@ -42,6 +43,7 @@ impl Recorder {
             checkpoints: Mutex::default(),
             provenance: Mutex::default(),
             progress: Mutex::default(),
+            child_cpu: Mutex::default(),
         }
     }
     pub fn following(mut self) -> Recorder {
@@ -116,6 +118,9 @@ impl SolveContext for Recorder {
     fn provenance(&self, record: Value) {
         self.provenance.lock().unwrap().push(record);
     }
+    fn child_cpu(&self, seconds: f64) {
+        *self.child_cpu.lock().unwrap() += seconds;
+    }
 }
 
 /// The toy problem's instance and checker ([`fixtures`]) with `solver` (a shell script) and
@@ -188,6 +193,28 @@ fn the_campaign_describes_itself() {
         let err = solve_first(&elsewhere, &Recorder::new(Objective::Max)).unwrap_err();
         assert!(err.to_string().contains("no variant for platform"), "{err}");
     }
+}
+
+#[test]
+fn the_cpu_of_the_solvers_children_is_reported() {
+    // The shell solver burns half a second of CPU (not of wall time) in a child process it
+    // waits for; neither the solving thread's clock nor the solver's own rusage sees it.
+    let solver = r#"#!/bin/sh
+python3 -c '
+import time
+t = time.process_time()
+while time.process_time() - t < 0.5:
+    pass
+'
+echo 'o 1'; echo 'v 5'
+"#;
+    let problem = toy(solver, json!({})).unwrap();
+    let ctx = Recorder::new(Objective::Min);
+    solve_first(&problem, &ctx).unwrap();
+    let reported = *ctx.child_cpu.lock().unwrap();
+    assert!(reported >= 0.45, "child CPU reported: {reported} s");
+    let cpu_ms = ctx.record()["cpu_ms"].as_u64().unwrap();
+    assert!(cpu_ms >= 450, "provenance cpu_ms: {cpu_ms}");
 }
 
 #[test]
