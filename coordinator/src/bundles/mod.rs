@@ -17,8 +17,10 @@
 //! into `blobs/`; the row is written last. A refused upload leaves nothing behind.
 //!
 //! [`service`] is the gRPC `grind.v1.Bundles` service, [`blobs`] the file side, [`table`]
-//! the rows, [`source`] the coordinator's [`grind_shared::attachments::BundleSource`].
+//! the rows, [`source`] the coordinator's [`grind_shared::attachments::BundleSource`],
+//! [`backup`] the blobs `grind backup` carries beside a snapshot.
 
+pub mod backup;
 pub mod blobs;
 pub mod service;
 pub mod source;

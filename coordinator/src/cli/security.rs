@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use super::CliError;
 use crate::auth::{self, Role};
+use crate::bundles::BundleStore;
 use crate::store::Store;
 
 /// `grind token ...`
@@ -176,13 +177,17 @@ pub fn cert(cmd: CertCommand) -> Result<(), CliError> {
 }
 
 /// Runs `grind backup`: a consistent snapshot through SQLite's online backup, safe while a
-/// coordinator writes to the database.
+/// coordinator writes to the database, and beside it (`<out>.bundles/blobs/`) the bundle
+/// blobs the snapshot refers to (see [`crate::bundles::backup`]).
 pub fn backup(args: BackupArgs) -> Result<(), CliError> {
-    if args.out.exists() {
-        return Err(CliError::Usage(format!(
-            "{} exists; choose a new file",
-            args.out.display()
-        )));
+    let out_bundles = BundleStore::beside(&args.out);
+    for taken in [&args.out, &out_bundles] {
+        if taken.exists() {
+            return Err(CliError::Usage(format!(
+                "{} exists; choose a new file",
+                taken.display()
+            )));
+        }
     }
     let conn = open(&args.db)?;
     conn.backup(
@@ -200,6 +205,32 @@ pub fn backup(args: BackupArgs) -> Result<(), CliError> {
             "the backup failed its integrity check: {verdict}"
         )));
     }
+    let digests: Vec<String> = {
+        let mut stmt = check
+            .prepare("SELECT digest FROM bundles ORDER BY digest")
+            .context("cannot list the backup's bundles")?;
+        let rows = stmt
+            .query_map([], |r| r.get(0))
+            .context("cannot list the backup's bundles")?;
+        rows.collect::<Result<_, _>>()
+            .context("cannot list the backup's bundles")?
+    };
     println!("backed up {} to {}", args.db.display(), args.out.display());
+    if !digests.is_empty() {
+        let carried = crate::bundles::backup::carry_blobs(
+            &BundleStore::beside(&args.db),
+            &out_bundles,
+            &digests,
+        )
+        .map_err(|e| CliError::Other(anyhow::anyhow!("backing up the bundles failed: {e}")))?;
+        println!(
+            "backed up {} bundle blobs ({} bytes; {} hard-linked, {} copied) to {}",
+            digests.len(),
+            carried.bytes,
+            carried.linked,
+            carried.copied,
+            out_bundles.join("blobs").display()
+        );
+    }
     Ok(())
 }
