@@ -6,7 +6,7 @@ mod common;
 
 use common::*;
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 /// Every file under `root` (relative path and bytes), sorted.
@@ -72,36 +72,7 @@ async fn a_coordinator_restored_from_a_backup_serves_its_campaigns_bundles() {
     let dir = tempfile::tempdir().unwrap();
     let coord = start_coordinator(dir.path(), 5_000, &[]);
     // An exec campaign as a user adds one: solver, checker and instance go up as bundles.
-    let labs = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/labs");
-    let path = |name: &str| labs.join(name).to_str().unwrap().to_string();
-    let out = Command::new(grind_bin())
-        .args(["campaign", "add", "--coordinator", &coord.url, "exec"])
-        .args([
-            "--solver",
-            &path("solve.py"),
-            "--checker",
-            &path("check.py"),
-        ])
-        .args([
-            "--instance",
-            &path("instances/27.txt"),
-            "--objective",
-            "min",
-        ])
-        .args(["--units", "seeds:2", "--unit-seconds", "5"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let campaign: i64 = String::from_utf8_lossy(&out.stdout)
-        .trim()
-        .lines()
-        .last()
-        .and_then(|l| l.trim().parse().ok())
-        .expect("a campaign id");
+    let campaign = add_labs_campaign(&coord.url, &[]);
     let mut admin_client = admin(&coord.url).await;
     let shown = status(&mut admin_client, campaign).await;
     let mut named = BTreeSet::new();

@@ -292,44 +292,6 @@ impl Drop for KillOnDrop {
     }
 }
 
-/// The LABS example (`examples/labs`: a Python solver and checker, N = 27 with its published
-/// optimum as the target) as an `exec` campaign, added as a user adds one: `grind campaign
-/// add exec` uploads the solver, checker and instance as bundles. Two seeds of at most 5 s,
-/// the best energy fed to both. Returns the campaign's id.
-fn add_exec_campaign(url: &str) -> i64 {
-    let labs = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/labs");
-    let path = |name: &str| labs.join(name).to_str().expect("UTF-8 path").to_string();
-    let out = Command::new(grind_bin())
-        .args(["campaign", "add", "--coordinator", url, "exec"])
-        .args([
-            "--solver",
-            &path("solve.py"),
-            "--checker",
-            &path("check.py"),
-        ])
-        .args([
-            "--instance",
-            &path("instances/27.txt"),
-            "--objective",
-            "min",
-        ])
-        .args(["--units", "seeds:2", "--unit-seconds", "5", "--bound-feed"])
-        .output()
-        .expect("run grind campaign add exec");
-    assert!(
-        out.status.success(),
-        "grind campaign add exec: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    stdout
-        .trim()
-        .lines()
-        .last()
-        .and_then(|l| l.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no campaign id from grind campaign add exec: {stdout}"))
-}
-
 /// A one-thread worker that may run users' programs (`--allow-exec`), caching bundles in
 /// `cache`.
 fn start_exec_worker(url: &str, name: &str, cache: &std::path::Path) -> Proc {
@@ -350,7 +312,7 @@ fn one_of_each_problem() -> Vec<(&'static str, Value)> {
     for entry in grind_shared::registry::registry() {
         assert!(
             // primes, topswops and exec (whose bundles `grind campaign add` uploads, see
-            // add_exec_campaign) are created in the test itself. probe is grind's own test
+            // add_labs_campaign) are created in the test itself. probe is grind's own test
             // stand-in for a user's solver, not a problem anyone runs.
             ["primes", "topswops", "exec", "probe"].contains(&entry.name)
                 || campaigns.iter().any(|(p, _)| *p == entry.name),
@@ -408,7 +370,7 @@ async fn pages_show_the_status_numbers_and_fit_desktop_and_phone() {
         pages.push((format!("campaign-{problem}"), format!("/campaigns/{id}")));
         finished.push(id);
     }
-    let exec = add_exec_campaign(&url);
+    let exec = add_labs_campaign(&url, &["--bound-feed"]);
     pages.push(("campaign-exec".to_string(), format!("/campaigns/{exec}")));
     finished.push(exec);
     let cache = tempfile::tempdir().unwrap();

@@ -286,7 +286,10 @@ async fn web_api_pages_events_and_metrics_agree_with_status() {
         "the campaigns page says what a value means in the CLI's words"
     );
     let page = get(&base, &format!("/campaigns/{topswops}")).await;
-    assert!(page.body.contains("class=\"figure deck\""), "the deck is drawn");
+    assert!(
+        page.body.contains("class=\"figure deck\""),
+        "the deck is drawn"
+    );
     assert!(
         page.body
             .contains("data-v=\"proven_optimum\" data-proven=\"true\">proven optimum<"),
