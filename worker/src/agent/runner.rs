@@ -120,41 +120,17 @@ mod tests {
         Chains, Objective, Placement, Presentation, SplitBatch, UnitOutcome, Units, Verification,
     };
 
-    /// A problem whose solver panics.
-    struct Panics;
-
-    impl Verification for Panics {}
-    impl Units for Panics {}
-    impl Chains for Panics {}
-    impl Placement for Panics {}
-    impl Presentation for Panics {}
-
-    impl Problem for Panics {
-        fn objective(&self) -> Objective {
-            Objective::Count
-        }
-        fn split(&self, _: Option<&[u8]>, _: usize) -> Result<SplitBatch, ProblemError> {
-            Ok(SplitBatch {
-                units: Vec::new(),
-                next: None,
-            })
-        }
-        fn solve(&self, _: &[u8], _: &dyn SolveContext) -> Result<UnitOutcome, ProblemError> {
-            panic!("the solver fell over")
-        }
-    }
-
-    /// A problem whose solve says its child processes used `CHILD_CPU` seconds.
-    struct RanChildren;
+    /// A test problem whose solve is the given function (panicking, reporting child CPU).
+    struct Solves(fn(&dyn SolveContext) -> Result<UnitOutcome, ProblemError>);
     const CHILD_CPU: f64 = 7.25;
 
-    impl Verification for RanChildren {}
-    impl Units for RanChildren {}
-    impl Chains for RanChildren {}
-    impl Placement for RanChildren {}
-    impl Presentation for RanChildren {}
+    impl Verification for Solves {}
+    impl Units for Solves {}
+    impl Chains for Solves {}
+    impl Placement for Solves {}
+    impl Presentation for Solves {}
 
-    impl Problem for RanChildren {
+    impl Problem for Solves {
         fn objective(&self) -> Objective {
             Objective::Count
         }
@@ -165,10 +141,20 @@ mod tests {
             })
         }
         fn solve(&self, _: &[u8], ctx: &dyn SolveContext) -> Result<UnitOutcome, ProblemError> {
-            ctx.child_cpu(CHILD_CPU - 1.0);
-            ctx.child_cpu(1.0);
-            Ok(UnitOutcome::Count(1u32.into()))
+            (self.0)(ctx)
         }
+    }
+
+    /// Its solve panics.
+    fn panics(_: &dyn SolveContext) -> Result<UnitOutcome, ProblemError> {
+        panic!("the solver fell over")
+    }
+
+    /// Its solve says its child processes used `CHILD_CPU` seconds.
+    fn ran_children(ctx: &dyn SolveContext) -> Result<UnitOutcome, ProblemError> {
+        ctx.child_cpu(CHILD_CPU - 1.0);
+        ctx.child_cpu(1.0);
+        Ok(UnitOutcome::Count(1u32.into()))
     }
 
     async fn finished(problem: Arc<dyn Problem>) -> Finished {
@@ -194,7 +180,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_cpu_of_the_processes_a_solve_ran_is_the_units_too() {
-        let done = finished(Arc::new(RanChildren)).await;
+        let done = finished(Arc::new(Solves(ran_children))).await;
         assert!(done.outcome.is_ok());
         // The thread's own CPU comes on top (a few microseconds), never instead.
         assert!(
@@ -206,7 +192,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_panicking_solver_becomes_a_solver_error() {
-        let done = finished(Arc::new(Panics)).await;
+        let done = finished(Arc::new(Solves(panics))).await;
         assert_eq!(done.lease_id, 9);
         let err = done.outcome.unwrap_err().to_string();
         assert!(
