@@ -119,6 +119,22 @@ async fn forged_improvements_are_refused_and_true_ones_shared() {
     .await
     .expect("the new bound on the stream");
     assert_eq!(pushed, 7);
+    // A claim that cannot change the incumbent (7) is not checked, whatever its solution:
+    // it changes nothing and costs no verifier run; one that would change it still is.
+    for claimed in [6, 7] {
+        let garbage = json!({"deck": [1, 1, 1, 1, 1], "flips": claimed}).to_string();
+        let reply = forger
+            .report_improvement(grant.lease_id, campaign, garbage, claimed)
+            .await
+            .unwrap();
+        assert!(reply.unchecked && !reply.accepted, "{claimed}: {reply:?}");
+        assert_eq!(reply.campaign_best, Some(7));
+    }
+    let garbage = json!({"deck": [1, 1, 1, 1, 1], "flips": 8}).to_string();
+    let refused = forger
+        .report_improvement(grant.lease_id, campaign, garbage, 8)
+        .await;
+    assert_refused(refused, Code::InvalidArgument);
     let c = grind.show(campaign).await;
     assert_eq!(c.value, "7");
     assert_eq!(c.best_provenance.unwrap().worker_name, "forger");

@@ -63,6 +63,7 @@ impl Coordinator {
                 id.map_or(String::new(), |id| format!(" (held claim {id})"))
             ),
             held: true,
+            unchecked: false,
         })
     }
 

@@ -28,6 +28,7 @@ use governor::{DefaultKeyedRateLimiter, RateLimiter};
 
 pub mod admin_api;
 pub mod admission;
+mod checked;
 pub mod claims;
 pub mod verify;
 pub mod worker_api;
@@ -58,6 +59,8 @@ struct Inner {
     /// The leases this coordinator granted whose results are not in yet: lease -> (its
     /// worker, its campaign), so that a completion finds its problem without a store read.
     granted: std::sync::Mutex<std::collections::HashMap<i64, (i64, i64)>>,
+    /// The last solution each lease had verified as an improvement (see [`checked`]).
+    checked: checked::CheckedClaims,
     /// (worker, campaign) pairs whose skip (the worker may not run the campaign's units) is
     /// in the event log already.
     skips_noted: std::sync::Mutex<std::collections::HashSet<(i64, i64)>>,
@@ -90,6 +93,7 @@ impl Coordinator {
                 bounds,
                 hungry: Default::default(),
                 granted: Default::default(),
+                checked: Default::default(),
                 skips_noted: Default::default(),
                 admitted: Default::default(),
                 worker_calls: (config_limits.0 > 0)

@@ -80,10 +80,13 @@ pub(super) fn checked_provenance(record: &str) -> Result<Option<String>, Error> 
 
 /// Checks a unit result against its campaign's objective; CPU-heavy checks run off the
 /// async runtime. A result that does not check out is an error and changes nothing.
+/// `known` is the verified score of the result's best solution when its lease already had
+/// exactly that solution verified as an improvement (it is not checked again).
 pub(super) async fn verify_result(
     problem: Arc<dyn Problem>,
     result: &pb::UnitResult,
     covered_payload: &[u8],
+    known: Option<i64>,
 ) -> Result<VerifiedResult, Error> {
     if !result.error.is_empty() {
         let mut reason = result.error.clone();
@@ -109,7 +112,11 @@ pub(super) async fn verify_result(
             if result.best_solution_json.is_empty() {
                 return Ok(VerifiedResult::Best(None, hits, children));
             }
-            let score = match verify_solution(problem, &result.best_solution_json).await {
+            let verified = match known {
+                Some(score) => Ok(score),
+                None => verify_solution(problem, &result.best_solution_json).await,
+            };
+            let score = match verified {
                 Ok(score) => score,
                 Err(Refuted::VerifierFailed(reason)) => {
                     return Ok(VerifiedResult::Held {

@@ -133,12 +133,37 @@ impl Coordinator {
         &self,
         req: pb::ImprovementRequest,
     ) -> Result<pb::ImprovementReply, Error> {
-        let (lease, problem) = self.lease_and_problem(req.worker_id, req.lease_id).await?;
+        let (worker_id, lease_id) = (req.worker_id, req.lease_id);
+        let this = self.clone();
+        let (lease, problem, best) = self
+            .inner
+            .store
+            .read(move |conn| {
+                let lease = scheduler::owned_lease(conn, worker_id, lease_id)?;
+                let problem = this.inner.problems.get(conn, lease.campaign_id)?;
+                let best = scheduler::tables::campaigns::best_score(conn, lease.campaign_id)?;
+                Ok((lease, problem, best))
+            })
+            .await?;
         if lease.campaign_id != req.campaign_id {
             return Err(Error::InvalidArgument(format!(
                 "lease {} belongs to campaign {}, not to campaign {}",
                 lease.id, lease.campaign_id, req.campaign_id
             )));
+        }
+        let objective = problem.objective();
+        if objective.is_optimisation() && !objective.improves(req.claimed_score, best) {
+            // Whatever the solution really scores, it cannot change the incumbent: the
+            // verifier (for an exec campaign, a process start) is not run for it.
+            return Ok(pb::ImprovementReply {
+                accepted: false,
+                verified_score: 0,
+                campaign_best: best,
+                reason: "its claimed score is not better than the campaign's best; not checked"
+                    .into(),
+                held: false,
+                unchecked: true,
+            });
         }
         let score = match verify_solution(problem, &req.solution_json).await {
             Ok(score) => score,
@@ -154,6 +179,9 @@ impl Coordinator {
             );
             return self.reject_improvement(&req, reason).await;
         }
+        self.inner
+            .checked
+            .remember(lease.id, &req.solution_json, score);
         let solution = req.solution_json.clone();
         let (best, accepted) = self
             .write(move |ctx| {
@@ -182,6 +210,7 @@ impl Coordinator {
                 "not better than the campaign's best".into()
             },
             held: false,
+            unchecked: false,
         })
     }
 
@@ -399,7 +428,11 @@ impl Coordinator {
             .result
             .ok_or_else(|| Error::InvalidArgument("a completion needs a result".into()))?;
         let provenance = checked_provenance(&result.provenance_json)?;
-        let verified = verify_result(problem, &result, &req.unit_payload).await?;
+        let known = self
+            .inner
+            .checked
+            .recall(req.lease_id, &result.best_solution_json);
+        let verified = verify_result(problem, &result, &req.unit_payload, known).await?;
         Ok(Settlement {
             worker_id: req.worker_id,
             lease_id: req.lease_id,

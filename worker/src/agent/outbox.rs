@@ -56,8 +56,30 @@ impl Default for Outbox {
 }
 
 impl Outbox {
-    /// Queues `item` behind everything already waiting.
+    /// Queues `item` behind everything already waiting. An improvement replaces the
+    /// undelivered improvements of its own lease at the back of the queue: a lease reports
+    /// only better solutions (or a longer model at the same cost), so the older ones could
+    /// only cost the coordinator a checker run each. Nothing is dropped from before a
+    /// completion, release or donation: those keep seeing the bounds they were sent after.
     pub(super) fn push(&mut self, item: Outgoing) {
+        if let Outgoing::Improvement(new) = &item {
+            let tail = self
+                .items
+                .iter()
+                .rev()
+                .take_while(|queued| matches!(queued, Outgoing::Improvement(_)))
+                .count();
+            let start = self.items.len() - tail;
+            let mut index = start;
+            while index < self.items.len() {
+                match &self.items[index] {
+                    Outgoing::Improvement(old) if old.lease_id == new.lease_id => {
+                        self.items.remove(index);
+                    }
+                    _ => index += 1,
+                }
+            }
+        }
         self.items.push_back(item);
     }
 
@@ -156,7 +178,14 @@ impl<C: Coordinator> Agent<C> {
                 let reply = self
                     .waiting(async move { client.improve(call).await })
                     .await?;
-                if reply.held {
+                if reply.unchecked {
+                    tracing::info!(
+                        "improvement {} for campaign {}: not better than its best {:?}",
+                        req.claimed_score,
+                        req.campaign_id,
+                        reply.campaign_best
+                    );
+                } else if reply.held {
                     tracing::warn!(
                         "improvement {} for campaign {}: {}",
                         req.claimed_score,
@@ -328,5 +357,61 @@ impl<C: Coordinator> Agent<C> {
             code: status.code() as i32,
             reason: status.message().to_string(),
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn improvement(lease_id: i64, claimed_score: i64) -> Outgoing {
+        Outgoing::Improvement(pb::ImprovementRequest {
+            lease_id,
+            claimed_score,
+            ..Default::default()
+        })
+    }
+
+    fn completion(lease_id: i64) -> Outgoing {
+        Outgoing::Complete(
+            pb::CompleteRequest {
+                lease_id,
+                ..Default::default()
+            },
+            UnitTag::default(),
+        )
+    }
+
+    /// (lease, claimed score or -1 for a completion) of every queued item, in order.
+    fn queued(outbox: &Outbox) -> Vec<(i64, i64)> {
+        outbox
+            .items
+            .iter()
+            .map(|item| match item {
+                Outgoing::Improvement(req) => (req.lease_id, req.claimed_score),
+                Outgoing::Complete(req, _) => (req.lease_id, -1),
+                _ => unreachable!("only improvements and completions here"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_leases_newer_improvement_replaces_its_undelivered_ones() {
+        let mut outbox = Outbox::default();
+        outbox.push(improvement(1, 40));
+        outbox.push(improvement(2, 45));
+        outbox.push(improvement(1, 38));
+        outbox.push(improvement(1, 37));
+        assert_eq!(queued(&outbox), vec![(2, 45), (1, 37)]);
+    }
+
+    #[test]
+    fn improvements_before_a_completion_stay() {
+        let mut outbox = Outbox::default();
+        outbox.push(improvement(1, 40));
+        outbox.push(completion(2));
+        outbox.push(improvement(1, 39));
+        outbox.push(improvement(1, 38));
+        assert_eq!(queued(&outbox), vec![(1, 40), (2, -1), (1, 38)]);
     }
 }
