@@ -18,6 +18,10 @@
 #      published optimum, a fixed amount of work per seed) over seeds 0..LABS_SEEDS-1 on 2
 #      cores: `grind run exec ... --workers 1 --threads 2 --verify-rate 0` against GNU
 #      parallel -j2 running the same solver with the same seeds by hand; wall and CPU.
+#      LABS_ROUNDS rounds (default 1) of the order by hand, grind, grind, by hand, then
+#      each side's mean, median and spread, and grind's mean over by hand's: this machine's
+#      speed drifts by 10-30% between runs of the same deterministic work, so one pair of
+#      runs decides nothing.
 #
 # Other processes share this machine (other builds): every part runs twice in the same run,
 # at normal priority and under `nice -n 19` (all processes of that part), and `uptime` is
@@ -178,6 +182,7 @@ labs_parallel() { # NICE
         "PATH=$solver_path GRIND_SEED={} $labs/solve.py $labs/instances/27.txt > $work/labs-$n/{}.out" \
         ::: $(seq 0 $((labs_seeds - 1)))
     t1=$(date +%s.%N)
+    echo "$t1 - $t0" | bc >>"$work/labs-walls-hand"
     printf '%-44s wall %8.2f s  CPU %8.2f s  best %s; tabu steps %s\n' "parallel -j2 solve.py (by hand)" \
         "$(echo "$t1 - $t0" | bc)" "$(awk '{print $1 + $2}' "$work/labs-$n.time")" \
         "$(cat "$work/labs-$n"/*.out | awk '/^o /{print $2}' | sort -n | head -1)" \
@@ -192,6 +197,7 @@ labs_grind() { # NICE
         --objective min --units "seeds:$labs_seeds" --unit-seconds 600 --workers 1 --threads 2 \
         --verify-rate 0 --json 2>"$work/labs-grind-$n.log" | tail -1)
     t1=$(date +%s.%N)
+    echo "$t1 - $t0" | bc >>"$work/labs-walls-grind"
     printf '%-44s wall %8.2f s  CPU %8.2f s  best %s; units CPU %s s\n' "grind run exec (campaign)" \
         "$(echo "$t1 - $t0" | bc)" "$(awk '{print $1 + $2}' "$work/labs-grind-$n.time")" \
         "$(echo "$out" | python3 -c 'import json,sys; print(json.load(sys.stdin)["value"])')" \
@@ -203,10 +209,23 @@ part_c() { # NICE
     echo "--- c. LABS N=27 to the optimum 37, seeds 0..$((labs_seeds - 1)) on 2 cores, nice $n, order ABBA; $(uptime)"
     # The same runs (each seed's search is deterministic: it stops at the target), in the
     # order by hand, grind, grind, by hand, so a load that changes during the part hits both.
-    labs_parallel "$n"
-    labs_grind "$n"
-    labs_grind "$n"
-    labs_parallel "$n"
+    rm -f "$work/labs-walls-hand" "$work/labs-walls-grind"
+    for _ in $(seq "${LABS_ROUNDS:-1}"); do
+        labs_parallel "$n"
+        labs_grind "$n"
+        labs_grind "$n"
+        labs_parallel "$n"
+    done
+    python3 - "$work/labs-walls-hand" "$work/labs-walls-grind" <<'EOF'
+import statistics, sys
+walls = [[float(x) for x in open(path).read().split()] for path in sys.argv[1:3]]
+for name, w in zip(["parallel -j2 (by hand)", "grind run exec"], walls):
+    print(f"{name:<24} n={len(w):<3} mean {statistics.mean(w):6.2f} s  median "
+          f"{statistics.median(w):6.2f} s  min {min(w):6.2f}  max {max(w):6.2f}  "
+          f"sd {statistics.stdev(w) if len(w) > 1 else 0:5.2f}")
+ratio = statistics.mean(walls[1]) / statistics.mean(walls[0])
+print(f"grind's mean wall over by hand's: {ratio:.3f}")
+EOF
 }
 
 for n in $nices; do
