@@ -113,6 +113,28 @@ pub fn add_path(path: &Path) -> String {
     bundles().add(path).expect("the fixture packs")
 }
 
+/// The parameters of a toy-problem campaign (bundles in this process's fixture cache, see
+/// [`install`]): the shell script `solver` with the toy checker and instance, one seed,
+/// `min`, 30 s units and 1 s grace, with `extra` parameters over these.
+pub fn toy_params(solver: &str, extra: Value) -> Value {
+    install();
+    let mut params = json!({
+        "solver": [add_script("solve.sh", solver, true)],
+        "checker": add_script("check.sh", CHECKER, true),
+        "instance": add_script("instance.txt", &format!("{MODULUS}\n"), false),
+        "units": "seeds:1",
+        "unit_seconds": 30,
+        "grace_seconds": 1,
+    });
+    for (k, v) in extra.as_object().expect("an object") {
+        params[k] = v.clone();
+    }
+    if params.get("units_file").is_some_and(|u| !u.is_null()) {
+        params["units"] = Value::Null;
+    }
+    params
+}
+
 /// The example parameters ([`crate::registry::ProblemDef::examples`]).
 pub fn example_params() -> Vec<Value> {
     let checker = add_script("check.sh", CHECKER, true);
