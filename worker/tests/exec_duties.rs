@@ -10,7 +10,7 @@
 mod fake;
 
 use fake::Fake;
-use grind_shared::problems::exec::checkpoint;
+use grind_shared::problems::exec::{checkpoint, fixtures};
 use grind_worker::{run_with, WorkerConfig, WorkerError, WorkerSummary};
 use std::io::ErrorKind;
 use std::net::TcpListener;
@@ -162,16 +162,7 @@ async fn an_opted_in_worker_runs_the_units_and_sends_their_provenance() {
                 .unwrap_or_else(|e| panic!("lease {lease}: provenance not JSON: {e}"));
             // The record is the solver run's own: its bundle, how it ended, what it said.
             assert_eq!(record["solver"]["digest"], solver_digest, "{record}");
-            assert_eq!(record["exit"], "exit code 0", "{record}");
-            let seed: u64 = record["unit"]
-                .as_str()
-                .and_then(|u| u.strip_prefix("seed "))
-                .and_then(|n| n.parse().ok())
-                .unwrap_or_else(|| panic!("no seed in {record}"));
-            let said = format!("seed {seed} ran here");
-            let tail = record["stderr_tail"].as_str().unwrap_or_default();
-            assert!(tail.contains(&said), "{record}");
-            seeds.push(seed);
+            seeds.push(fixtures::seed_of_clean_run(&record).unwrap());
         }
         seeds.sort();
         assert_eq!(seeds, [0, 1, 2, 3]);

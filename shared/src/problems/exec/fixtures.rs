@@ -135,6 +135,24 @@ pub fn toy_params(solver: &str, extra: Value) -> Value {
     params
 }
 
+/// The seed of a seed unit's run, from its provenance record, once the record shows a clean
+/// run that said so: exit code 0 and `seed N ran here` on stderr (as tests' solvers print).
+pub fn seed_of_clean_run(record: &Value) -> Result<u64, String> {
+    let seed: u64 = record["unit"]
+        .as_str()
+        .and_then(|u| u.strip_prefix("seed "))
+        .and_then(|n| n.parse().ok())
+        .ok_or_else(|| format!("no seed unit in {record}"))?;
+    if record["exit"] != "exit code 0" {
+        return Err(format!("seed {seed} did not exit with 0: {record}"));
+    }
+    let tail = record["stderr_tail"].as_str().unwrap_or_default();
+    if !tail.contains(&format!("seed {seed} ran here")) {
+        return Err(format!("seed {seed} did not say it ran: {record}"));
+    }
+    Ok(seed)
+}
+
 /// The example parameters ([`crate::registry::ProblemDef::examples`]).
 pub fn example_params() -> Vec<Value> {
     let checker = add_script("check.sh", CHECKER, true);
