@@ -33,14 +33,17 @@ fn best_of(units: u64) -> i64 {
 }
 
 /// A user's anytime solver: seed `s` prints the solution `v s`, claims its value, says on
-/// stderr that it ran (kept in its provenance record), and works on for `pause` seconds.
-fn solver(pause: u32) -> String {
+/// stderr that it ran (kept in its provenance record), and works on while a file exists at
+/// `hold` (at most 30 s).
+fn solver(hold: &Path) -> String {
+    let hold = hold.display();
     format!(
         r#"#!/bin/sh
 echo "seed $GRIND_SEED ran here" >&2
 echo "o $(( GRIND_SEED % 1009 * 7919 % 1009 ))"
 echo "v $GRIND_SEED"
-sleep {pause}
+i=0
+while [ -e '{hold}' ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
 "#
     )
 }
@@ -61,14 +64,14 @@ echo $(( x % 1009 * 7919 % 1009 ))
     )
 }
 
-/// Adds a campaign of [`solver`] with `pause` over seeds `0..units`, scored by [`checker`]
-/// with `switch`, every result taken on the checker's word (no replicas). Returns its id.
-fn add_seeds_campaign(url: &str, files: &Path, units: u64, pause: u32, switch: &Path) -> i64 {
+/// Adds a campaign over seeds `0..units` of [`solver`] and [`checker`], both with `switch`,
+/// every result taken on the checker's word (no replicas). Returns its id.
+fn add_seeds_campaign(url: &str, files: &Path, units: u64, switch: &Path) -> i64 {
     add_exec_campaign(
         url,
         &[
             "--solver",
-            &script(files, "solve.sh", &solver(pause)),
+            &script(files, "solve.sh", &solver(switch)),
             "--checker",
             &script(files, "check.sh", &checker(switch)),
             "--objective",
@@ -120,7 +123,7 @@ async fn users_programs_run_only_on_opted_in_workers_with_their_provenance_kept(
     let mut cluster = Cluster::start(5_000, &[]).await;
     let files = tempfile::tempdir().unwrap();
     let never = files.path().join("never-there");
-    let campaign = add_seeds_campaign(&cluster.coord.url, files.path(), 6, 0, &never);
+    let campaign = add_seeds_campaign(&cluster.coord.url, files.path(), 6, &never);
     let plain = start_worker(&cluster.coord.url, "plain", 1);
     let told = format!("campaign {campaign} is not for this worker");
     wait_log("the plain worker told why", WAIT, || plain.log(), &told).await;
@@ -189,9 +192,9 @@ async fn a_failing_checker_holds_the_claim_without_a_strike() {
     let files = tempfile::tempdir().unwrap();
     let switch = files.path().join("checker-broken");
     // The checker works when the campaign is added (its check at `add` passes), then breaks.
-    // Each unit claims its value at once and works on for 2 s: a one-thread worker has
-    // units left to run when the checker is mended.
-    let campaign = add_seeds_campaign(&cluster.coord.url, files.path(), 3, 2, &switch);
+    // Each unit claims its value at once and works on while the checker is broken: the
+    // one-thread worker has units left to run when the checker is mended.
+    let campaign = add_seeds_campaign(&cluster.coord.url, files.path(), 3, &switch);
     std::fs::write(&switch, b"").unwrap();
     let worker = start_exec_worker(&cluster.coord.url, "w", &files.path().join("cache-w"));
     let held = cluster
@@ -259,12 +262,13 @@ async fn a_failing_checker_holds_the_claim_without_a_strike() {
 async fn a_broken_checker_refuses_the_campaign_and_limits_are_enforced() {
     let mut cluster = Cluster::start(60_000, &[]).await;
     let files = tempfile::tempdir().unwrap();
+    let never = files.path().join("never-there");
     let broken = "#!/bin/sh\necho 'cannot read the instance' >&2\nexit 1\n";
     let refused = try_add_exec_campaign(
         &cluster.coord.url,
         &[
             "--solver",
-            &script(files.path(), "solve.sh", &solver(0)),
+            &script(files.path(), "solve.sh", &solver(&never)),
             "--checker",
             &script(files.path(), "broken-check.sh", broken),
             "--objective",
@@ -287,8 +291,7 @@ async fn a_broken_checker_refuses_the_campaign_and_limits_are_enforced() {
     assert!(listed.campaigns.is_empty(), "{listed:?}");
 
     // A lease whose checkpoint or provenance is too large is refused, naming the limits.
-    let never = files.path().join("never-there");
-    let campaign = add_seeds_campaign(&cluster.coord.url, files.path(), 2, 0, &never);
+    let campaign = add_seeds_campaign(&cluster.coord.url, files.path(), 2, &never);
     let mut raw: RawWorker = cluster.raw_exec_worker("raw").await;
     let grant = raw.lease_one().await;
     assert_eq!(grant.campaign_id, campaign);
