@@ -620,6 +620,17 @@ start_ssh_hosts() {
     done
     cat "$dir/config.common" >>"$dir/config"
 }
+# Stops the processes whose pids the file $1 lists, one a line (if it has any): SIGTERM to
+# all, then up to 10 s for each to exit before SIGKILL.
+stop_pids() {
+    local file=$1 pid
+    [[ -s $file ]] || return 0
+    while read -r pid; do kill -TERM "$pid" 2>/dev/null || true; done <"$file"
+    while read -r pid; do
+        for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+        kill -KILL "$pid" 2>/dev/null || true
+    done <"$file"
+}
 SSHD=$(command -v sshd || echo /usr/sbin/sshd)
 check_readme_quickstart() {
     local qs=$WORK/quickstart port pid status=0
@@ -689,13 +700,7 @@ check_readme_quickstart() {
             "$bin_dir/grind" workers down --hosts "$coord/hosts.txt" >"$qs/down.out" 2>&1 ||
             { echo "grind workers down failed:"; sed 's/^/    /' "$qs/down.out"; }
     fi
-    if [[ -s $qs/pids ]]; then
-        while read -r pid; do kill -TERM "$pid" 2>/dev/null || true; done <"$qs/pids"
-        while read -r pid; do
-            for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-            kill -KILL "$pid" 2>/dev/null || true
-        done <"$qs/pids"
-    fi
+    stop_pids "$qs/pids"
     if [[ $status != 0 && -s $qs/worker-1.log ]]; then
         echo "first worker's log:"
         tail -n 10 "$qs/worker-1.log" | sed 's/^/    /'
@@ -888,13 +893,7 @@ EOF
         own_solver_verdict "$qs/status.json" "$qs/events.json" "$clone/$export_file" \
             "$clone/$instance" "$clone/examples/labs/check.py" 2>"$WORK/own-solver-evidence.txt" || true
     fi
-    if [[ -s $qs/pids ]]; then
-        while read -r pid; do kill -TERM "$pid" 2>/dev/null || true; done <"$qs/pids"
-        while read -r pid; do
-            for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-            kill -KILL "$pid" 2>/dev/null || true
-        done <"$qs/pids"
-    fi
+    stop_pids "$qs/pids"
     if [[ $status != 0 ]]; then
         for f in worker-1.log worker-2.log serve.log; do
             [[ -s $qs/$f ]] && { echo "$f:"; tail -n 10 "$qs/$f" | sed 's/^/    /'; }

@@ -292,14 +292,6 @@ impl Drop for KillOnDrop {
     }
 }
 
-/// A one-thread worker that may run users' programs (`--allow-exec`), caching bundles in
-/// `cache`.
-fn start_exec_worker(url: &str, name: &str, cache: &std::path::Path) -> Proc {
-    let mut cmd = grind_kit::launch::worker_command(&worker_bin(), url, Some(name), 1);
-    cmd.arg("--allow-exec").env("GRIND_BUNDLE_CACHE", cache);
-    Proc::spawn_command(cmd)
-}
-
 /// A small campaign of every problem, so every problem's campaign page is looked at (with
 /// its incumbent drawn); the test fails when a problem is added without one here.
 fn one_of_each_problem() -> Vec<(&'static str, Value)> {
@@ -312,9 +304,8 @@ fn one_of_each_problem() -> Vec<(&'static str, Value)> {
     for entry in grind_shared::registry::registry() {
         assert!(
             // primes, topswops and exec (whose bundles `grind campaign add` uploads, see
-            // add_labs_campaign) are created in the test itself. probe is grind's own test
-            // stand-in for a user's solver, not a problem anyone runs.
-            ["primes", "topswops", "exec", "probe"].contains(&entry.name)
+            // add_labs_campaign) are created in the test itself.
+            ["primes", "topswops", "exec"].contains(&entry.name)
                 || campaigns.iter().any(|(p, _)| *p == entry.name),
             "the browser test has no campaign of problem {}: add one to one_of_each_problem",
             entry.name

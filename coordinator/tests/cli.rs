@@ -23,7 +23,7 @@ fn last_line(bytes: &[u8]) -> String {
 
 #[test]
 fn run_prints_the_verified_result_as_json_on_the_last_line() {
-    let out = grind(&[
+    let v = grind_run_json(&[
         "run",
         "primes",
         "--to",
@@ -38,12 +38,6 @@ fn run_prints_the_verified_result_as_json_on_the_last_line() {
         "1",
         "--json",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_str(&last_line(&out.stdout)).unwrap();
     // pi(200000) = 17984.
     assert_eq!(v["value"], "17984");
     assert_eq!(v["proven"], true);
@@ -63,11 +57,8 @@ fn run_resumes_a_campaign_stored_in_its_database() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("run.db");
     let db = db.to_str().unwrap();
-    let first = grind(&["run", "nimsquare", "--n", "100", "--db", db, "--json"]);
-    assert!(first.status.success());
-    let again = grind(&["run", "nimsquare", "--n", "100", "--db", db, "--json"]);
-    let a: serde_json::Value = serde_json::from_str(&last_line(&first.stdout)).unwrap();
-    let b: serde_json::Value = serde_json::from_str(&last_line(&again.stdout)).unwrap();
+    let a = grind_run_json(&["run", "nimsquare", "--n", "100", "--db", db, "--json"]);
+    let b = grind_run_json(&["run", "nimsquare", "--n", "100", "--db", db, "--json"]);
     assert_eq!(
         a["campaign"], b["campaign"],
         "the same campaign, not a new one"
@@ -408,7 +399,7 @@ async fn ctrl_c_stops_a_run_prints_the_result_so_far_and_says_how_to_resume() {
             .unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(130), "{stderr}");
-        let v: serde_json::Value = serde_json::from_str(&last_line(&out.stdout)).unwrap();
+        let v = run_result(&out.stdout);
         assert_eq!(v["state"], "running", "{v}");
         assert!(
             v["units_done"].as_u64().unwrap() >= 1,
@@ -436,27 +427,23 @@ async fn ctrl_c_stops_a_run_prints_the_result_so_far_and_says_how_to_resume() {
         }
     }
     // The same command again resumes the kept campaign (stopped by --seconds this time).
-    let again = Command::new(grind_bin())
-        .args(["run", "primes", "--to", "100000000", "--unit", "1000000"])
-        .args([
-            "--min-unit-ms",
-            "1000",
-            "--threads",
-            "1",
-            "--json",
-            "--seconds",
-            "0.5",
-        ])
-        .arg("--db")
-        .arg(&kept)
-        .output()
-        .unwrap();
-    assert!(
-        again.status.success(),
-        "{}",
-        String::from_utf8_lossy(&again.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_str(&last_line(&again.stdout)).unwrap();
+    let v = grind_run_json(&[
+        "run",
+        "primes",
+        "--to",
+        "100000000",
+        "--unit",
+        "1000000",
+        "--min-unit-ms",
+        "1000",
+        "--threads",
+        "1",
+        "--json",
+        "--seconds",
+        "0.5",
+        "--db",
+        kept.to_str().unwrap(),
+    ]);
     assert_eq!(Some(v["campaign"].clone()), campaign);
     assert!(v["units_done"].as_u64().unwrap() >= 1, "{v}");
 }
@@ -619,7 +606,7 @@ const LONG_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
 #[test]
 fn a_proof_that_nothing_reaches_the_target_is_not_called_an_optimum() {
     // f(7) = 16 (OEIS A000375): no 7-card deck takes 17 flips.
-    let out = grind(&[
+    let v = grind_run_json(&[
         "run",
         "topswops",
         "--n",
@@ -632,12 +619,6 @@ fn a_proof_that_nothing_reaches_the_target_is_not_called_an_optimum() {
         "1",
         "--json",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_str(&last_line(&out.stdout)).unwrap();
     assert_eq!(v["value"], serde_json::Value::Null);
     assert_eq!(v["outcome"], "proven_none_reaches_target");
     let human = grind(&[
@@ -664,13 +645,7 @@ fn an_exec_units_cpu_includes_its_solvers_processes() {
     // Each unit's solver (a shell script) burns half a second of CPU in a child process it
     // waits for: the worker's own clocks see none of it, yet it is the unit's CPU.
     let dir = tempfile::tempdir().unwrap();
-    let file = |name: &str, text: &str| {
-        let path = dir.path().join(name);
-        std::fs::write(&path, text).unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-        path.to_str().unwrap().to_string()
-    };
+    let file = |name: &str, text: &str| script(dir.path(), name, text);
     let solver = file(
         "burn.sh",
         "#!/bin/sh\npython3 -c '\nimport time\nt = time.process_time()\n\
@@ -682,7 +657,7 @@ fn an_exec_units_cpu_includes_its_solvers_processes() {
     );
     let instance = file("instance.txt", "none\n");
     let db = dir.path().join("run.db");
-    let out = grind(&[
+    let v = grind_run_json(&[
         "run",
         "exec",
         "--solver",
@@ -705,12 +680,6 @@ fn an_exec_units_cpu_includes_its_solvers_processes() {
         db.to_str().unwrap(),
         "--json",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_str(&last_line(&out.stdout)).unwrap();
     assert_eq!(v["value"], "2");
     let total = v["cpu_seconds"].as_f64().unwrap();
     assert!(total >= 1.35, "the campaign's CPU: {total} s");

@@ -6,9 +6,9 @@
 mod common;
 
 use common::cluster::Cluster;
-use common::processes::{grind_ok, worker_bin, Proc};
+use common::exec::{add_exec_campaign, script, start_exec_worker};
+use common::processes::Proc;
 use common::waiting::wait_for;
-use std::process::Command;
 use std::time::Duration;
 
 const WAIT: Duration = Duration::from_secs(120);
@@ -35,14 +35,6 @@ while IFS= read -r line; do case $line in "v "*) x=${line#v } ;; esac; done < "$
 echo "${x:-0}"
 "#;
 
-fn script(dir: &std::path::Path, name: &str, text: &str) -> String {
-    use std::os::unix::fs::PermissionsExt;
-    let path = dir.join(name);
-    std::fs::write(&path, text).unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    path.to_str().unwrap().to_string()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_solver_receives_the_bound_found_on_another_worker() {
     let mut cluster = Cluster::start(5_000, &[]).await;
@@ -50,11 +42,8 @@ async fn a_solver_receives_the_bound_found_on_another_worker() {
     let workers: Vec<Proc> = ["a", "b"]
         .iter()
         .map(|name| {
-            let mut cmd = Command::new(worker_bin());
-            cmd.args(["--coordinator", &cluster.coord.url, "--name", name])
-                .args(["--threads", "1", "--allow-exec", "--bundle-cache"])
-                .arg(files.path().join(format!("cache-{name}")));
-            Proc::spawn_command(cmd)
+            let cache = files.path().join(format!("cache-{name}"));
+            start_exec_worker(&cluster.coord.url, name, &cache)
         })
         .collect();
     // Both ask for work before there is any, so the units are shared out between them and
@@ -65,35 +54,28 @@ async fn a_solver_receives_the_bound_found_on_another_worker() {
         async move { (common::campaigns::workers(&mut admin).await.len() == 2).then_some(()) }
     })
     .await;
-    let out = grind_ok(&[
-        "campaign",
-        "add",
-        "--coordinator",
+    let campaign = add_exec_campaign(
         &cluster.coord.url,
-        "exec",
-        "--solver",
-        &script(files.path(), "solve.sh", SOLVER),
-        "--checker",
-        &script(files.path(), "check.sh", CHECKER),
-        "--instance",
-        &script(files.path(), "instance.txt", "none\n"),
-        "--objective",
-        "max",
-        "--units",
-        "seeds:4",
-        "--unit-seconds",
-        "30",
-        "--grace-seconds",
-        "1",
-        "--bound-feed",
-        "--verify-rate",
-        "0",
-    ]);
-    let campaign: i64 = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .last()
-        .and_then(|l| l.trim().parse().ok())
-        .expect("campaign add prints the campaign's id last");
+        &[
+            "--solver",
+            &script(files.path(), "solve.sh", SOLVER),
+            "--checker",
+            &script(files.path(), "check.sh", CHECKER),
+            "--instance",
+            &script(files.path(), "instance.txt", "none\n"),
+            "--objective",
+            "max",
+            "--units",
+            "seeds:4",
+            "--unit-seconds",
+            "30",
+            "--grace-seconds",
+            "1",
+            "--bound-feed",
+            "--verify-rate",
+            "0",
+        ],
+    );
     let done = cluster.wait_finished(campaign, WAIT).await;
     assert_eq!((done.state.as_str(), done.value.as_str()), ("done", "103"));
 

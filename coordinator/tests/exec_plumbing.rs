@@ -1,37 +1,102 @@
-//! The plumbing that makes campaigns of users' own solvers (issue 29) safe and honest, for
-//! any problem using its seams, with real `grind serve` and `grind-worker` processes on
-//! loopback and the `probe` problem (a stand-in for a user's solver that runs nothing
-//! external): native code only on workers started with `--allow-exec`, each skip told and
-//! logged once; the solver's provenance record kept with each result and in the export; a
-//! verifier that fails holds the claim for the operator without a strike; a broken verifier
-//! refuses the campaign at creation; a finished campaign over a split grind cannot check is
-//! the solver's claim, never proven; and the size limits on provenance and checkpoints.
+//! The plumbing that makes campaigns of users' own solvers (issue 29) safe and honest, with
+//! real `grind serve` and `grind-worker` processes on loopback and `exec` campaigns of small
+//! shell solvers and checkers written by the tests: users' programs run only on workers
+//! started with `--allow-exec`, each skip told and logged once; the solver's provenance
+//! record kept with each result and in the export; a checker that fails holds the claim for
+//! the operator without a strike; a broken checker refuses the campaign when it is added; a
+//! finished campaign over a user's split is the solver's claim, never proven; and the size
+//! limits on provenance and checkpoints.
 
 mod common;
 
 use common::cluster::Cluster;
-use common::processes::{grind_ok, worker_bin, Proc};
+use common::exec::{add_exec_campaign, script, start_exec_worker, try_add_exec_campaign};
+use common::processes::{grind_ok, grind_run_json, start_worker};
 use common::rpc::{assert_refused, RawWorker};
 use common::waiting::wait_log;
 use grind_proto::v1 as pb;
-use grind_shared::problems::probe::value_of;
-use std::process::Command;
+use grind_shared::problems::exec::fixtures;
+use std::path::Path;
 use std::time::Duration;
 use tonic::Code;
 
 const WAIT: Duration = Duration::from_secs(120);
 
-/// The optimum of `probe --units n`, from the closed form of each unit's value.
-fn probe_optimum(units: u64) -> i64 {
+/// The value of seed `seed`: the score of the solution `v <seed>`.
+fn value_of(seed: u64) -> i64 {
+    (seed % 1009 * 7919 % 1009) as i64
+}
+
+/// The best value of seeds `0..units`, from the closed form.
+fn best_of(units: u64) -> i64 {
     (0..units).map(value_of).max().expect("at least one unit")
 }
 
-/// Starts a one-thread `grind-worker` named `name` with `extra` flags.
-fn worker_with(url: &str, name: &str, extra: &[&str]) -> Proc {
-    let mut cmd = Command::new(worker_bin());
-    cmd.args(["--coordinator", url, "--name", name, "--threads", "1"])
-        .args(extra);
-    Proc::spawn_command(cmd)
+/// A user's anytime solver: seed `s` prints the solution `v s`, claims its value, says on
+/// stderr that it ran (kept in its provenance record), and works on while a file exists at
+/// `hold` (at most 30 s).
+fn solver(hold: &Path) -> String {
+    let hold = hold.display();
+    format!(
+        r#"#!/bin/sh
+echo "seed $GRIND_SEED ran here" >&2
+echo "o $(( GRIND_SEED % 1009 * 7919 % 1009 ))"
+echo "v $GRIND_SEED"
+i=0
+while [ -e '{hold}' ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+"#
+    )
+}
+
+/// A user's checker of [`solver`]'s solutions: the score of `v <seed>` is the seed's value
+/// (43, invalid, for anything else). While a file exists at `switch` it fails as a crashing
+/// checker does (exit 3: "the checker itself failed").
+fn checker(switch: &Path) -> String {
+    let switch = switch.display();
+    format!(
+        r#"#!/bin/sh
+if [ -e '{switch}' ]; then echo "checker crashed: {switch} is present" >&2; exit 3; fi
+x=
+while IFS= read -r line; do case $line in "v "*) x=${{line#v }} ;; esac; done < "$2"
+case $x in ''|*[!0-9]*) echo "expected one line: v <seed>"; exit 43 ;; esac
+echo $(( x % 1009 * 7919 % 1009 ))
+"#
+    )
+}
+
+/// Adds a campaign over seeds `0..units` of [`solver`] and [`checker`], both with `switch`,
+/// every result taken on the checker's word (no replicas). Returns its id.
+fn add_seeds_campaign(url: &str, files: &Path, units: u64, switch: &Path) -> i64 {
+    add_exec_campaign(
+        url,
+        &[
+            "--solver",
+            &script(files, "solve.sh", &solver(switch)),
+            "--checker",
+            &script(files, "check.sh", &checker(switch)),
+            "--objective",
+            "max",
+            "--units",
+            &format!("seeds:{units}"),
+            "--unit-seconds",
+            "30",
+            "--grace-seconds",
+            "1",
+            "--verify-rate",
+            "0",
+        ],
+    )
+}
+
+/// The seed of an exec solution document of [`solver`] (`{"model": "v <seed>\n"}`).
+fn seed_of(solution_json: &str) -> u64 {
+    let doc: serde_json::Value = serde_json::from_str(solution_json).expect("a solution document");
+    let model = doc["model"].as_str().expect("a model");
+    model
+        .trim()
+        .strip_prefix("v ")
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("not a model of the seed solver: {model:?}"))
 }
 
 /// How many `kind` events the store logged for `worker` in `campaign`.
@@ -54,34 +119,39 @@ fn worker_id(workers: &[pb::WorkerInfo], name: &str) -> i64 {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn native_code_runs_only_on_opted_in_workers_with_its_provenance_kept() {
+async fn users_programs_run_only_on_opted_in_workers_with_their_provenance_kept() {
     let mut cluster = Cluster::start(5_000, &[]).await;
-    let markers = tempfile::tempdir().unwrap();
-    let params = serde_json::json!({
-        "units": 6, "native_code": true, "marker_dir": markers.path(), "provenance_bytes": 50,
-    });
-    let campaign = cluster.create("probe", params, 0.0).await;
-    let plain = worker_with(&cluster.coord.url, "plain", &[]);
+    let files = tempfile::tempdir().unwrap();
+    let never = files.path().join("never-there");
+    let campaign = add_seeds_campaign(&cluster.coord.url, files.path(), 6, &never);
+    let plain = start_worker(&cluster.coord.url, "plain", 1);
     let told = format!("campaign {campaign} is not for this worker");
     wait_log("the plain worker told why", WAIT, || plain.log(), &told).await;
     assert!(plain.log().contains("--allow-exec"), "{}", plain.log());
-    let trusted = worker_with(&cluster.coord.url, "trusted", &["--allow-exec"]);
+    let trusted = start_exec_worker(&cluster.coord.url, "trusted", &files.path().join("cache"));
     let done = cluster.wait_finished(campaign, WAIT).await;
     assert_eq!(done.state, "done", "{done:?}");
-    assert_eq!(done.value, probe_optimum(6).to_string());
-    assert_eq!(done.outcome, "proven_optimum");
+    assert_eq!(done.value, best_of(6).to_string());
+    // Independent anytime runs: the best found, never a proof.
+    assert_eq!((done.outcome.as_str(), done.proven), ("best_found", false));
 
     let status = cluster.status(campaign).await;
+    let params: serde_json::Value = serde_json::from_str(&status.campaigns[0].params_json).unwrap();
     let workers = common::campaigns::workers(&mut cluster.admin).await;
     let (plain_id, trusted_id) = (worker_id(&workers, "plain"), worker_id(&workers, "trusted"));
     assert_eq!(status.results.len(), 6, "one result per unit");
+    let mut seeds_run = Vec::new();
     for result in &status.results {
         assert_eq!(common::campaigns::provenance(result).worker_id, trusted_id);
         let record: serde_json::Value = serde_json::from_str(&result.provenance_json)
             .unwrap_or_else(|e| panic!("unit {}: provenance not JSON: {e}", result.unit_id));
-        assert_eq!(record["pad"].as_str().map(str::len), Some(50));
+        // The record is the solver run's own: its bundles, how it ended, what it said.
+        assert_eq!(record["solver"]["digest"], params["solver"][0], "{record}");
+        assert_eq!(record["checker"], params["checker"], "{record}");
+        seeds_run.push(fixtures::seed_of_clean_run(&record).unwrap());
     }
-    assert_eq!(std::fs::read_dir(markers.path()).unwrap().count(), 6);
+    seeds_run.sort();
+    assert_eq!(seeds_run, (0..6).collect::<Vec<_>>(), "each seed ran once");
     // The plain worker asked many times; its skip is logged once.
     assert_eq!(
         events_of(&cluster, campaign, plain_id, "campaign_skipped"),
@@ -99,20 +169,34 @@ async fn native_code_runs_only_on_opted_in_workers_with_its_provenance_kept() {
         .expect("export")
         .into_inner();
     let record: serde_json::Value = serde_json::from_str(&export.provenance_json).unwrap();
-    let best_seed = (0..6).find(|&s| value_of(s) == probe_optimum(6)).unwrap();
-    assert_eq!(record["solver_provenance"]["probe"]["seed"], best_seed);
+    let best_seed = (0..6).find(|&s| value_of(s) == best_of(6)).unwrap();
+    assert_eq!(
+        record["solver_provenance"]["unit"],
+        format!("seed {best_seed}"),
+        "{record}"
+    );
+    assert!(
+        record["solver_provenance"]["stderr_tail"]
+            .as_str()
+            .unwrap_or_default()
+            .contains(&format!("seed {best_seed} ran here")),
+        "{record}"
+    );
     assert_eq!(record["claimed_by_solver"], false);
     drop((plain, trusted));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_failing_verifier_holds_the_claim_without_a_strike() {
+async fn a_failing_checker_holds_the_claim_without_a_strike() {
     let mut cluster = Cluster::start(5_000, &[]).await;
-    let switch = cluster.dir().join("checker-broken");
+    let files = tempfile::tempdir().unwrap();
+    let switch = files.path().join("checker-broken");
+    // The checker works when the campaign is added (its check at `add` passes), then breaks.
+    // Each unit claims its value at once and works on while the checker is broken: the
+    // one-thread worker has units left to run when the checker is mended.
+    let campaign = add_seeds_campaign(&cluster.coord.url, files.path(), 3, &switch);
     std::fs::write(&switch, b"").unwrap();
-    let params = serde_json::json!({"units": 3, "checker_fails_while": switch});
-    let campaign = cluster.create("probe", params, 0.0).await;
-    let worker = cluster.worker("w");
+    let worker = start_exec_worker(&cluster.coord.url, "w", &files.path().join("cache-w"));
     let held = cluster
         .wait_campaign(campaign, "a held claim", WAIT, &|c| {
             !c.held_claims.is_empty()
@@ -120,8 +204,11 @@ async fn a_failing_verifier_holds_the_claim_without_a_strike() {
         .await;
     let claim = &held.held_claims[0];
     assert!(claim.reason.contains("checker crashed"), "{claim:?}");
-    let solution: serde_json::Value = serde_json::from_str(&claim.solution_json).unwrap();
-    assert_eq!(solution["value"], claim.claimed_score);
+    assert_eq!(
+        value_of(seed_of(&claim.solution_json)),
+        claim.claimed_score,
+        "{claim:?}"
+    );
     let shown = grind_ok(&[
         "campaign",
         "show",
@@ -140,11 +227,10 @@ async fn a_failing_verifier_holds_the_claim_without_a_strike() {
 
     // The checker is mended: the units that went on finish, nothing was held against the
     // worker and no attempt was counted. No claim was lost: the best of the accepted value
-    // and the held claims is the optimum. A campaign holding unchecked claims is not proven.
-    // The first worker's own bound rose with its held finds, so its later claims of
-    // "nothing better" are refused (`claim_refused`) and want another worker's run.
+    // and the held claims is the best seed's. A campaign holding unchecked claims is not
+    // proven.
     std::fs::remove_file(&switch).unwrap();
-    let second = cluster.worker("w2");
+    let second = start_exec_worker(&cluster.coord.url, "w2", &files.path().join("cache-w2"));
     let done = cluster.wait_finished(campaign, WAIT).await;
     assert_eq!(done.state, "done");
     assert!(!done.proven);
@@ -156,7 +242,7 @@ async fn a_failing_verifier_holds_the_claim_without_a_strike() {
         })
         .unwrap();
     let accepted: i64 = done.value.parse().unwrap_or(i64::MIN);
-    assert_eq!(accepted.max(best_held), probe_optimum(3));
+    assert_eq!(accepted.max(best_held), best_of(3));
     assert!(common::campaigns::count_events(&db, "claim_held") >= 1);
     assert_eq!(
         common::campaigns::count_events(&db, "improvement_rejected"),
@@ -173,34 +259,40 @@ async fn a_failing_verifier_holds_the_claim_without_a_strike() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_broken_verifier_refuses_the_campaign_and_limits_are_enforced() {
+async fn a_broken_checker_refuses_the_campaign_and_limits_are_enforced() {
     let mut cluster = Cluster::start(60_000, &[]).await;
-    let refused = cluster
+    let files = tempfile::tempdir().unwrap();
+    let never = files.path().join("never-there");
+    let broken = "#!/bin/sh\necho 'cannot read the instance' >&2\nexit 1\n";
+    let refused = try_add_exec_campaign(
+        &cluster.coord.url,
+        &[
+            "--solver",
+            &script(files.path(), "solve.sh", &solver(&never)),
+            "--checker",
+            &script(files.path(), "broken-check.sh", broken),
+            "--objective",
+            "max",
+            "--units",
+            "seeds:2",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success(), "{stderr}");
+    assert!(stderr.contains("check at creation"), "{stderr}");
+    assert!(stderr.contains("empty solution"), "{stderr}");
+    assert!(stderr.contains("cannot read the instance"), "{stderr}");
+    let listed = cluster
         .admin
-        .create_campaign(pb::CreateCampaignRequest {
-            problem: "probe".into(),
-            params_json: serde_json::json!({"broken_checker": true}).to_string(),
-            verify_rate: -1.0,
-            ..Default::default()
-        })
-        .await;
-    let status = assert_refused(refused, Code::InvalidArgument);
-    assert!(
-        status.message().contains("check at creation"),
-        "{}",
-        status.message()
-    );
-    assert!(
-        status.message().contains("empty solution"),
-        "{}",
-        status.message()
-    );
+        .list_campaigns(pb::ListCampaignsRequest::default())
+        .await
+        .expect("list campaigns")
+        .into_inner();
+    assert!(listed.campaigns.is_empty(), "{listed:?}");
 
     // A lease whose checkpoint or provenance is too large is refused, naming the limits.
-    let campaign = cluster
-        .create("probe", serde_json::json!({"units": 2}), 0.0)
-        .await;
-    let mut raw: RawWorker = cluster.raw_worker("raw").await;
+    let campaign = add_seeds_campaign(&cluster.coord.url, files.path(), 2, &never);
+    let mut raw: RawWorker = cluster.raw_exec_worker("raw").await;
     let grant = raw.lease_one().await;
     assert_eq!(grant.campaign_id, campaign);
     let big = vec![0u8; grind_shared::problem::MAX_CHECKPOINT_BYTES + 1];
@@ -226,11 +318,10 @@ async fn a_broken_verifier_refuses_the_campaign_and_limits_are_enforced() {
         "{}",
         status.message()
     );
-    let seed =
-        grind_shared::problem::codec::decode_u64s::<1>(&grant.unit_payload, "seed").unwrap()[0];
-    let solution = serde_json::json!({"seed": seed, "value": value_of(seed)});
+    let unit: serde_json::Value = serde_json::from_slice(&grant.unit_payload).unwrap();
+    let seed = unit["seed"].as_u64().expect("a seed unit");
     let result = |provenance: String| pb::UnitResult {
-        best_solution_json: solution.to_string(),
+        best_solution_json: serde_json::json!({ "model": format!("v {seed}\n") }).to_string(),
         best_score: value_of(seed),
         provenance_json: provenance,
         ..Default::default()
@@ -254,30 +345,30 @@ async fn a_broken_verifier_refuses_the_campaign_and_limits_are_enforced() {
     let results = cluster.status(campaign).await.results;
     assert_eq!(results[0].provenance_json, r#"{"ok":true}"#);
 
-    // A worker registered the old way (no host facts) is told why it gets no native code.
-    let native = cluster
-        .create(
-            "probe",
-            serde_json::json!({"units": 2, "native_code": true}),
-            0.0,
-        )
+    // A worker registered the old way (no host facts) still gets built-in units, and is told
+    // why it gets no users' programs.
+    let builtin = cluster
+        .create("primes", serde_json::json!({"to": 1000, "unit": 500}), 0.0)
         .await;
-    let reply = raw
+    let old = cluster.raw_worker("old").await;
+    let reply = old
         .client
+        .clone()
         .lease(pb::LeaseRequest {
-            worker_id: raw.id,
+            worker_id: old.id,
             capacity: 4,
             ..Default::default()
         })
         .await
         .expect("lease")
         .into_inner();
+    assert!(!reply.leases.is_empty(), "{reply:?}");
     assert!(
-        reply.leases.iter().all(|g| g.campaign_id == campaign),
+        reply.leases.iter().all(|g| g.campaign_id == builtin),
         "{reply:?}"
     );
     let skipped: Vec<_> = reply.skipped.iter().map(|s| s.campaign_id).collect();
-    assert_eq!(skipped, vec![native]);
+    assert_eq!(skipped, vec![campaign]);
     assert!(
         reply.skipped[0].reason.contains("--allow-exec"),
         "{reply:?}"
@@ -286,32 +377,54 @@ async fn a_broken_verifier_refuses_the_campaign_and_limits_are_enforced() {
 
 #[test]
 fn a_run_of_a_users_split_ends_as_the_solvers_claim() {
-    // `grind run` (one's own machine) lets its workers run native code without a flag.
-    let out = grind_ok(&[
+    // The toy problem of the exec fixtures: the units file splits 0..=11 into three slices,
+    // each searched to its end for the smallest (x * x + 7) mod m.
+    let files = tempfile::tempdir().unwrap();
+    let m = fixtures::MODULUS;
+    let smallest = (0..=11).map(|x| (x * x + 7) % m).min().unwrap();
+    // `grind run` (one's own machine) lets its workers run the user's program without a flag.
+    let v = grind_run_json(&[
         "run",
-        "probe",
-        "--units",
-        "5",
-        "--native-code",
-        "--claim-only",
+        "exec",
+        "--solver",
+        &script(files.path(), "slices.sh", fixtures::SLICES),
+        "--checker",
+        &script(files.path(), "check.sh", fixtures::CHECKER),
+        "--instance",
+        &script(files.path(), "instance.txt", &format!("{m}\n")),
+        "--units-file",
+        &script(files.path(), "units.txt", fixtures::UNITS),
+        "--objective",
+        "min",
+        "--arg",
+        "min",
+        "--arg",
+        "{instance}",
+        "--arg",
+        "{unit}",
         "--workers",
         "1",
         "--threads",
         "1",
         "--json",
     ]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let last = stdout.lines().last().unwrap_or_default();
-    let v: serde_json::Value =
-        serde_json::from_str(last).unwrap_or_else(|e| panic!("{e}: {stdout}"));
-    assert_eq!(v["value"], probe_optimum(5).to_string());
-    assert_eq!(v["units_done"], 5);
-    assert_eq!(v["proven"], false);
-    assert_eq!(v["outcome"], "claimed_optimum");
-    // The same split made by grind itself is proven.
-    let out = grind_ok(&["run", "probe", "--units", "5", "--json"]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let v: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(v["value"], smallest.to_string(), "{v}");
+    assert_eq!(v["units_done"], 3, "{v}");
+    assert_eq!(v["proven"], false, "{v}");
+    assert_eq!(v["outcome"], "claimed_optimum", "{v}");
+    // The same command over a split grind made itself is proven: f(6) = 10 (OEIS A000375).
+    let v = grind_run_json(&[
+        "run",
+        "topswops",
+        "--n",
+        "6",
+        "--workers",
+        "1",
+        "--threads",
+        "1",
+        "--json",
+    ]);
+    assert_eq!(v["value"], "10", "{v}");
     assert_eq!(
         (v["outcome"].as_str(), v["proven"].as_bool()),
         (Some("proven_optimum"), Some(true))

@@ -175,7 +175,6 @@ pub fn registry() -> &'static [ProblemEntry] {
         ProblemEntry::of::<problems::sieve::Sieve>(),
         ProblemEntry::of::<problems::grid::Grid>(),
         ProblemEntry::of::<problems::exec::Exec>(),
-        ProblemEntry::of::<problems::probe::Probe>(),
     ];
     REGISTRY
 }

@@ -1,16 +1,19 @@
-//! The worker's side of running users' solvers (issue 29), for any problem that asks for it,
-//! driven against the in-memory coordinator ([`fake::Fake`]) with the `probe` problem (a
-//! stand-in for a user's solver): a worker without `--allow-exec` never starts such a
-//! solver even when granted its units (it hands them back saying why), an opted-in worker
-//! sends the solver's provenance record with each result, and a stop (as on SIGTERM) or the
-//! `--max-hours` budget hands running units back with their checkpoints, megabytes large.
+//! The worker's side of running users' solvers (issue 29), driven against the in-memory
+//! coordinator ([`fake::Fake`]) granting the units of an `exec` campaign of a small shell
+//! solver: a worker without `--allow-exec` never starts the solver even when granted its
+//! units (it hands them back saying why), an opted-in worker sends the solver's provenance
+//! record with each result, and a stop (as on SIGTERM) or the `--max-hours` budget hands
+//! running units back with their checkpoints, megabytes large.
 //! No fixed sleeps: every wait is on the fake's state, with a timeout.
 
 #[allow(dead_code)]
 mod fake;
 
 use fake::Fake;
+use grind_shared::problems::exec::{checkpoint, fixtures};
 use grind_worker::{run_with, WorkerConfig, WorkerError, WorkerSummary};
+use std::io::ErrorKind;
+use std::net::TcpListener;
 use std::time::Duration;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -53,26 +56,74 @@ impl Agent {
     }
 }
 
-fn probe(params: serde_json::Value) -> String {
-    params.to_string()
+/// A port solvers knock on when they start (a TCP connection the test counts), so the test
+/// sees whether a worker started a solver at all, from outside the solver's sandbox.
+struct Door(TcpListener);
+
+impl Door {
+    fn open() -> Door {
+        Door(TcpListener::bind("127.0.0.1:0").expect("a loopback port"))
+    }
+
+    /// A solver of the toy problem that knocks first, says on stderr which seed it runs,
+    /// and prints the solution `v <seed mod m>` with its cost.
+    fn knocking_solver(&self) -> String {
+        let port = self.0.local_addr().unwrap().port();
+        format!(
+            r#"#!/bin/bash
+exec 3<>/dev/tcp/127.0.0.1/{port} && exec 3>&-
+read -r m < "$1"
+x=$(( GRIND_SEED % m ))
+echo "seed $GRIND_SEED ran here" >&2
+echo "o $(( (x * x + 7) % m ))"
+echo "v $x"
+"#
+        )
+    }
+
+    /// The knocks so far.
+    fn knocks(&self) -> usize {
+        self.0.set_nonblocking(true).unwrap();
+        let mut knocks = 0;
+        loop {
+            match self.0.accept() {
+                Ok(_) => knocks += 1,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return knocks,
+                Err(e) => panic!("accept: {e}"),
+            }
+        }
+    }
+}
+
+/// A solver that writes a checkpoint file of `bytes` bytes, says so, and then works until it
+/// is stopped (SIGTERM).
+fn checkpointing_solver(bytes: usize) -> String {
+    format!(
+        r#"#!/bin/sh
+trap 'exit 0' TERM
+head -c {bytes} /dev/zero > "$GRIND_CHECKPOINT_DIR/state.tmp"
+mv "$GRIND_CHECKPOINT_DIR/state.tmp" "$GRIND_CHECKPOINT_DIR/state"
+echo "g checkpoint"
+while :; do sleep 1; done
+"#
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_the_opt_in_a_granted_solver_is_never_started() {
-    let markers = tempfile::tempdir().unwrap();
-    let params = probe(serde_json::json!({
-        "units": 4, "native_code": true, "marker_dir": markers.path(),
-    }));
+    let door = Door::open();
     // The fake grants every unit to whoever asks: a coordinator that ignores placement.
-    let fake = Fake::new("probe", &params);
+    let fake = Fake::exec(
+        &door.knocking_solver(),
+        serde_json::json!({"objective": "max", "units": "seeds:4"}),
+    );
     let agent = Agent::start(&fake, |_| {});
     assert!(
         fake.wait_for(WAIT, |s| s.releases.len() >= 8).await,
         "the worker hands the units back, again and again"
     );
     agent.stop().await.unwrap();
-    let started: Vec<_> = std::fs::read_dir(markers.path()).unwrap().collect();
-    assert!(started.is_empty(), "solvers started: {started:?}");
+    assert_eq!(door.knocks(), 0, "solvers started");
     fake.read(|s| {
         assert!(!s.registrations[0].native_code_allowed);
         assert!(s.registrations[0].platform.contains('-'));
@@ -89,25 +140,32 @@ async fn without_the_opt_in_a_granted_solver_is_never_started() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_opted_in_worker_runs_the_units_and_sends_their_provenance() {
-    let markers = tempfile::tempdir().unwrap();
-    let params = probe(serde_json::json!({
-        "units": 4, "native_code": true, "marker_dir": markers.path(), "provenance_bytes": 100,
-    }));
-    let fake = Fake::new("probe", &params);
+    let door = Door::open();
+    let fake = Fake::exec(
+        &door.knocking_solver(),
+        serde_json::json!({"objective": "max", "units": "seeds:4"}),
+    );
+    let solver_digest = fake.read(|s| {
+        let params: serde_json::Value = serde_json::from_str(&s.params_json).unwrap();
+        params["solver"][0].clone()
+    });
     let agent = Agent::start(&fake, |c| c.allow_exec = true);
     assert!(fake.wait_for(WAIT, |s| s.all_done()).await);
     agent.stop().await.unwrap();
-    assert_eq!(std::fs::read_dir(markers.path()).unwrap().count(), 4);
+    assert_eq!(door.knocks(), 4, "one solver per unit");
     fake.read(|s| {
         assert!(s.registrations[0].native_code_allowed);
         assert!(s.releases.iter().all(|r| r.reason.is_empty()));
+        let mut seeds = Vec::new();
         for (lease, result) in &s.results {
             let record: serde_json::Value = serde_json::from_str(&result.provenance_json)
                 .unwrap_or_else(|e| panic!("lease {lease}: provenance not JSON: {e}"));
-            let seed = record["probe"]["seed"].as_u64().expect("the seed");
-            assert!(seed < 4);
-            assert_eq!(record["pad"].as_str().unwrap().len(), 100);
+            // The record is the solver run's own: its bundle, how it ended, what it said.
+            assert_eq!(record["solver"]["digest"], solver_digest, "{record}");
+            seeds.push(fixtures::seed_of_clean_run(&record).unwrap());
         }
+        seeds.sort();
+        assert_eq!(seeds, [0, 1, 2, 3]);
     });
 }
 
@@ -141,7 +199,13 @@ fn assert_handed_back_with_checkpoints(fake: &Fake, bytes: usize) {
         let with_checkpoint: Vec<_> = s.releases.iter().filter(|r| !r.cursor.is_empty()).collect();
         assert!(with_checkpoint.len() >= 2, "releases: {}", s.releases.len());
         for release in with_checkpoint {
-            assert_eq!(release.cursor.len(), bytes);
+            // The checkpoint directory, packed: it unpacks to the file the solver wrote.
+            let dir = tempfile::tempdir().unwrap();
+            let restored = dir.path().join("checkpoint");
+            checkpoint::restore(&release.cursor, &restored).unwrap();
+            let state = std::fs::read(restored.join("state")).unwrap();
+            assert_eq!(state.len(), bytes);
+            assert!(state.iter().all(|&b| b == 0));
             assert!(release.reason.is_empty());
         }
     });
@@ -150,10 +214,10 @@ fn assert_handed_back_with_checkpoints(fake: &Fake, bytes: usize) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stop_hands_running_units_back_with_megabyte_checkpoints() {
     const BYTES: usize = 3 << 20;
-    let params = probe(serde_json::json!({
-        "units": 4, "native_code": true, "unit_ms": 600_000, "checkpoint_bytes": BYTES,
-    }));
-    let fake = Fake::new("probe", &params);
+    let fake = Fake::exec(
+        &checkpointing_solver(BYTES),
+        serde_json::json!({"objective": "max", "units": "seeds:4", "unit_seconds": 600}),
+    );
     let agent = Agent::start(&fake, |c| c.allow_exec = true);
     wait_checkpointed(&fake, 2).await;
     agent.stop().await.unwrap();
@@ -163,10 +227,10 @@ async fn a_stop_hands_running_units_back_with_megabyte_checkpoints() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_max_hours_budget_hands_running_units_back_with_their_checkpoints() {
     const BYTES: usize = 1 << 20;
-    let params = probe(serde_json::json!({
-        "units": 4, "native_code": true, "unit_ms": 600_000, "checkpoint_bytes": BYTES,
-    }));
-    let fake = Fake::new("probe", &params);
+    let fake = Fake::exec(
+        &checkpointing_solver(BYTES),
+        serde_json::json!({"objective": "max", "units": "seeds:4", "unit_seconds": 600}),
+    );
     let agent = Agent::start(&fake, |c| {
         c.allow_exec = true;
         c.max_runtime = Some(Duration::from_secs(2));

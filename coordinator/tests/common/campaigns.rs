@@ -5,8 +5,7 @@ use super::rpc::Transport;
 use grind_proto::v1 as pb;
 use grind_proto::v1::admin_client::AdminClient;
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
 /// Creates a campaign from a problem and JSON parameters.
 pub async fn create<T: Transport>(
@@ -139,43 +138,4 @@ pub fn event_details(db: &Path, campaign: i64, kind: &str) -> Vec<String> {
         .expect("query events")
         .collect::<Result<_, _>>()
         .expect("read events")
-}
-
-/// The LABS example (`examples/labs`: a Python solver and checker, N = 27 with its published
-/// optimum as the target) as an `exec` campaign, added as a user adds one: `grind campaign
-/// add exec` uploads the solver, checker and instance as bundles. Two seeds of at most 5 s
-/// and `extra` flags (e.g. `--bound-feed`). Returns the campaign's id.
-pub fn add_labs_campaign(url: &str, extra: &[&str]) -> i64 {
-    let labs = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/labs");
-    let path = |name: &str| labs.join(name).to_str().expect("UTF-8 path").to_string();
-    let out = Command::new(super::processes::grind_bin())
-        .args(["campaign", "add", "--coordinator", url, "exec"])
-        .args([
-            "--solver",
-            &path("solve.py"),
-            "--checker",
-            &path("check.py"),
-        ])
-        .args([
-            "--instance",
-            &path("instances/27.txt"),
-            "--objective",
-            "min",
-        ])
-        .args(["--units", "seeds:2", "--unit-seconds", "5"])
-        .args(extra)
-        .output()
-        .expect("run grind campaign add exec");
-    assert!(
-        out.status.success(),
-        "grind campaign add exec: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    stdout
-        .trim()
-        .lines()
-        .last()
-        .and_then(|l| l.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no campaign id from grind campaign add exec: {stdout}"))
 }

@@ -50,6 +50,11 @@ impl Cluster {
         RawWorker::register(&raw_worker(&self.coord.url).await, name).await
     }
 
+    /// Registers a raw worker named `name` that may run users' native code.
+    pub async fn raw_exec_worker(&self, name: &str) -> RawWorker {
+        RawWorker::register_exec(&raw_worker(&self.coord.url).await, name).await
+    }
+
     /// Kills the coordinator (SIGKILL: a crash).
     pub fn kill(&mut self) {
         self.coord.proc.kill();

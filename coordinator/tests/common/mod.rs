@@ -4,7 +4,8 @@
 //!
 //! By job: `processes` (spawning and killing), `cluster` (the usual setup: a coordinator on
 //! a temporary database with its admin client and workers), `rpc` (clients, and a raw
-//! worker played call by call), `campaigns` (campaign calls and checks), `waiting`
+//! worker played call by call), `campaigns` (campaign calls and checks), `exec` (users'
+//! solvers: scripts, exec campaigns, workers that may run them), `waiting`
 //! (polling with timeouts), `http` (the web UI). The parts benchmarks need as well (process
 //! command lines, condition polling, connections with retries, reference answers) are in
 //! `grind-kit`.
@@ -14,6 +15,7 @@
 
 pub mod campaigns;
 pub mod cluster;
+pub mod exec;
 pub mod http;
 pub mod processes;
 pub mod rpc;
@@ -21,6 +23,7 @@ pub mod waiting;
 
 pub use campaigns::*;
 pub use cluster::*;
+pub use exec::*;
 pub use grind_kit::reference::{primes_between, primes_in, primes_unit, topswops_flips};
 pub use processes::*;
 pub use rpc::*;

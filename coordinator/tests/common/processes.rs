@@ -28,6 +28,20 @@ pub fn grind_ok(args: &[&str]) -> std::process::Output {
     out
 }
 
+/// The result `grind run --json` prints as JSON on the last line of its `stdout`.
+pub fn run_result(stdout: &[u8]) -> serde_json::Value {
+    let text = String::from_utf8_lossy(stdout);
+    let last = text.lines().last().unwrap_or_default();
+    serde_json::from_str(last)
+        .unwrap_or_else(|e| panic!("no JSON result on the last line ({e}): {text}"))
+}
+
+/// Runs `grind ARGS` (a `grind run ... --json`) to its end, failing the test unless it
+/// succeeds, and returns the result it prints on its last line.
+pub fn grind_run_json(args: &[&str]) -> serde_json::Value {
+    run_result(&grind_ok(args).stdout)
+}
+
 /// Creates a token offline with `grind token create` (an admin token when `admin`).
 pub fn create_token(db: &Path, admin: bool) -> String {
     let db = db.to_str().expect("a UTF-8 path");

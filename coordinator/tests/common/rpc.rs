@@ -42,18 +42,41 @@ pub async fn raw_worker(url: &str) -> WorkerClient<Channel> {
         .unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// Registers a raw worker and returns its id.
+/// Registers a raw worker the old way (no host facts: no users' native code) and returns
+/// its id.
 pub async fn register<T: Transport>(client: &mut WorkerClient<T>, name: &str) -> i64 {
+    register_as(client, registration(name)).await
+}
+
+/// Registers a raw worker whose owner lets it run users' native code (`--allow-exec`) on this
+/// machine's platform, and returns its id.
+pub async fn register_exec<T: Transport>(client: &mut WorkerClient<T>, name: &str) -> i64 {
+    let request = pb::RegisterRequest {
+        native_code_allowed: true,
+        platform: grind_shared::placement::PLATFORM.into(),
+        ..registration(name)
+    };
+    register_as(client, request).await
+}
+
+fn registration(name: &str) -> pb::RegisterRequest {
+    pb::RegisterRequest {
+        name: name.into(),
+        host: "test-host".into(),
+        cores: 1,
+        version: "test".into(),
+        git_commit: "test".into(),
+        previous_worker_id: 0,
+        ..Default::default()
+    }
+}
+
+async fn register_as<T: Transport>(
+    client: &mut WorkerClient<T>,
+    request: pb::RegisterRequest,
+) -> i64 {
     client
-        .register(pb::RegisterRequest {
-            name: name.into(),
-            host: "test-host".into(),
-            cores: 1,
-            version: "test".into(),
-            git_commit: "test".into(),
-            previous_worker_id: 0,
-            ..Default::default()
-        })
+        .register(request)
         .await
         .expect("register")
         .into_inner()
@@ -117,6 +140,14 @@ impl<T: Transport> RawWorker<T> {
     pub async fn register(client: &WorkerClient<T>, name: &str) -> Self {
         let mut client = client.clone();
         let id = register(&mut client, name).await;
+        RawWorker { client, id }
+    }
+
+    /// Registers `name` over (a clone of) `client` as a worker that may run users' native
+    /// code (see [`register_exec`]).
+    pub async fn register_exec(client: &WorkerClient<T>, name: &str) -> Self {
+        let mut client = client.clone();
+        let id = register_exec(&mut client, name).await;
         RawWorker { client, id }
     }
 

@@ -5,6 +5,5 @@ pub mod grid;
 pub mod housie;
 pub mod nimsquare;
 pub mod primes;
-pub mod probe;
 pub mod sieve;
 pub mod topswops;

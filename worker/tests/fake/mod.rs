@@ -1,5 +1,6 @@
 //! An in-memory coordinator for driving the agent in tests: it leases the units of one real
-//! campaign from the problem registry, records every call, and can be switched into failure
+//! campaign from the problem registry (an `exec` campaign's bundles come from the exec
+//! fixtures' cache, see [`Fake::exec`]), records every call, and can be switched into failure
 //! modes (unreachable, banned, forgetting the worker, no batched completions, failing the
 //! next batches). Tests wait on its state with [`Fake::wait_for`].
 
@@ -7,6 +8,7 @@ use grind_proto::refusal::refusal_status;
 use grind_proto::v1 as pb;
 use grind_proto::v1::refusal::Kind;
 use grind_shared::problem::UnitSpec;
+use grind_shared::problems::exec::fixtures;
 use grind_shared::registry;
 use grind_worker::coordinator::{BoundUpdates, Coordinator};
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -242,6 +244,17 @@ impl Fake {
             state: Arc::new(Mutex::new(state)),
             changed: Arc::new(watch::channel(0).0),
         }
+    }
+
+    /// A fake running one `exec` campaign (a user's solver) of the exec fixtures' toy
+    /// problem: `solver` (a shell script) with `extra` parameters (see
+    /// [`fixtures::toy_params`]). The fixtures' bundle cache becomes this process's bundle
+    /// source, so the worker under test finds the campaign's bundles there, as a worker
+    /// finds them in its cache once fetched from the coordinator.
+    #[allow(dead_code)] // exec_duties.rs only
+    pub fn exec(solver: &str, extra: serde_json::Value) -> Fake {
+        let params = fixtures::toy_params(solver, extra);
+        Fake::new("exec", &params.to_string())
     }
 
     /// Changes the state (and wakes the waiters).

@@ -113,6 +113,46 @@ pub fn add_path(path: &Path) -> String {
     bundles().add(path).expect("the fixture packs")
 }
 
+/// The parameters of a toy-problem campaign (bundles in this process's fixture cache, see
+/// [`install`]): the shell script `solver` with the toy checker and instance, one seed,
+/// `min`, 30 s units and 1 s grace, with `extra` parameters over these.
+pub fn toy_params(solver: &str, extra: Value) -> Value {
+    install();
+    let mut params = json!({
+        "solver": [add_script("solve.sh", solver, true)],
+        "checker": add_script("check.sh", CHECKER, true),
+        "instance": add_script("instance.txt", &format!("{MODULUS}\n"), false),
+        "units": "seeds:1",
+        "unit_seconds": 30,
+        "grace_seconds": 1,
+    });
+    for (k, v) in extra.as_object().expect("an object") {
+        params[k] = v.clone();
+    }
+    if params.get("units_file").is_some_and(|u| !u.is_null()) {
+        params["units"] = Value::Null;
+    }
+    params
+}
+
+/// The seed of a seed unit's run, from its provenance record, once the record shows a clean
+/// run that said so: exit code 0 and `seed N ran here` on stderr (as tests' solvers print).
+pub fn seed_of_clean_run(record: &Value) -> Result<u64, String> {
+    let seed: u64 = record["unit"]
+        .as_str()
+        .and_then(|u| u.strip_prefix("seed "))
+        .and_then(|n| n.parse().ok())
+        .ok_or_else(|| format!("no seed unit in {record}"))?;
+    if record["exit"] != "exit code 0" {
+        return Err(format!("seed {seed} did not exit with 0: {record}"));
+    }
+    let tail = record["stderr_tail"].as_str().unwrap_or_default();
+    if !tail.contains(&format!("seed {seed} ran here")) {
+        return Err(format!("seed {seed} did not say it ran: {record}"));
+    }
+    Ok(seed)
+}
+
 /// The example parameters ([`crate::registry::ProblemDef::examples`]).
 pub fn example_params() -> Vec<Value> {
     let checker = add_script("check.sh", CHECKER, true);

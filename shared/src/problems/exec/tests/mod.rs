@@ -126,21 +126,7 @@ impl SolveContext for Recorder {
 /// The toy problem's instance and checker ([`fixtures`]) with `solver` (a shell script) and
 /// `extra` parameters (seeds:1, min, unless given).
 pub(super) fn toy(solver: &str, extra: Value) -> Result<Exec, ProblemError> {
-    fixtures::install();
-    let mut params = json!({
-        "solver": [fixtures::add_script("solve.sh", solver, true)],
-        "checker": fixtures::add_script("check.sh", fixtures::CHECKER, true),
-        "instance": fixtures::add_script("instance.txt", &format!("{}\n", fixtures::MODULUS), false),
-        "units": "seeds:1",
-        "unit_seconds": 30,
-        "grace_seconds": 1,
-    });
-    for (k, v) in extra.as_object().unwrap() {
-        params[k] = v.clone();
-    }
-    if params.get("units_file").is_some_and(|u| !u.is_null()) {
-        params["units"] = Value::Null;
-    }
+    let params = fixtures::toy_params(solver, extra);
     Exec::from_params(serde_json::from_value(params).unwrap())
 }
 
