@@ -4,7 +4,7 @@
 //! `cargo bench -p grind-shared --bench sieve_beyond -- --from A --to B --commit C
 //! [--seconds S] [--min-seconds M] [--portfolio K] [--reach R] [--below B] [--start L]
 //! [--fresh] [--seed X] [--backward] [--region R] [--slack S] [--kick-pairs P] [--nodes K]
-//! [--focus F]` walks N = A..=B
+//! [--focus F] [--chain C] [--relink R] [--greedy] [--extra FILE] [--dump FILE]` walks N = A..=B
 //! (B..=A with `--backward`) as a family: each N starts from the best of its neighbours'
 //! games carried over (N - 1's game extended to N, `sieve::family::extend`; N + 1's game with
 //! N + 1 dropped and finished; N's own recorded game), improves it by the anytime mode's
@@ -31,7 +31,17 @@
 //! 2,000 nodes a repair). `--focus F` adds F focused steps on N after every 8 ticks of a run
 //! (`lns::Lns::step_focused`: the region holds N and the multiples of one of its largest
 //! proper divisors, what a game must re-pair to keep that divisor for N; the row's start
-//! column then ends in `/focus=F`). Each N's timing (bound, LNS) goes to stderr.
+//! column then ends in `/focus=F`). `--chain C` adds C chain steps after every 8 ticks
+//! (`lns::Lns::step_chain_random`: the displacement tree of N or of an unplayed composite);
+//! `--relink R` adds R path-relinking steps (`lns::Lns::step_relink`) towards the other
+//! starts and the other runs' best games in turn (`/chain=C`, `/relink=R` in the row).
+//! `--greedy` adds a start of no recorded lineage (the root matching played greedily);
+//! `--dump FILE` appends every N's final game (n, score, start, game), recorded or not, and
+//! `--extra FILE` adds the games of such a file's rows for N as starts (`extraI`), each
+//! re-checked and finished as a game of N. Each N's timing (bound, LNS) goes to stderr.
+//!
+//! `-- --probe N:TARGET:SIZE:NODES[:TRIALS]` only repairs TARGET's displacement tree
+//! (`lns::Lns::chain_region`) in N's recorded game and prints how each repair ended.
 //!
 //! `-- --bound N...` only times the bound and prints its size.
 //!

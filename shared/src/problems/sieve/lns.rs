@@ -19,6 +19,12 @@
 //! most a given slack; the plain steps then climb from there, and the run keeps its best
 //! game apart from the current one.
 //!
+//! Two more neighbourhoods: [`Lns::step_chain`] repairs the displacement tree of one number
+//! (every re-pairing chain that lets the game play it), and [`Lns::step_relink`] repairs
+//! whole components of the difference between the game and another game of N (path
+//! relinking: at N = 1807 it joined two games of one value from other lineages into a
+//! better one, where the runs from one lineage all stalled on the same value).
+//!
 //! [`chain`] builds a start for N from a smaller N0: a game for m - 1 is also legal on
 //! 1..=m, so it is carried to m, finished, and repaired around m (most changes from m - 1
 //! to m are the insertion of m or a small swap near it).
@@ -514,8 +520,9 @@ impl Lns {
         members
     }
 
-    /// Repairs `region` exactly (within `nodes`, ignoring `stats().complete`'s meaning of a
-    /// score): [`Lns::repair`] made public for measurements. True when the score rose.
+    /// Repairs `region` exactly within `nodes` repair nodes, everything else fixed: the
+    /// step behind every neighbourhood, for measurements (`stats().complete` and
+    /// `stats().pruned` tell how it ended). True when the score rose.
     pub fn repair_region(&mut self, region: &[u32], nodes: u64) -> bool {
         self.repair(region, nodes, &[], 0)
     }
