@@ -10,7 +10,9 @@
 # game reaches the published value (SECONDS stays the limit for the N that fall short);
 # --seed X draws other LNS regions (recorded in the row's start column); --portfolio K lets up
 # to K LNS runs work on an N that falls short; --reach R also starts N from N + 1..R's games
-# cut down (see benches/sieve_beyond.rs for these and the schedule overrides).
+# cut down; --below B --start n-B starts N from N - B's game lifted (another lineage), --greedy
+# from the greedy game; --relink R relinks runs with the other starts, --dump/--extra keep and
+# reuse unrecorded games (see benches/sieve_beyond.rs for these and the schedule overrides).
 #   bench/sieve_beyond.sh A B [SECONDS] [--backward] [--min-seconds M] [--portfolio K]
 #   [--reach R] [--seed X]     (default SECONDS: 10; M: SECONDS; K, R: 1)
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"

@@ -4,7 +4,7 @@
 //! `cargo bench -p grind-shared --bench sieve_beyond -- --from A --to B --commit C
 //! [--seconds S] [--min-seconds M] [--portfolio K] [--reach R] [--below B] [--start L]
 //! [--fresh] [--seed X] [--backward] [--region R] [--slack S] [--kick-pairs P] [--nodes K]
-//! [--focus F]` walks N = A..=B
+//! [--focus F] [--chain C] [--relink R] [--greedy] [--extra FILE] [--dump FILE]` walks N = A..=B
 //! (B..=A with `--backward`) as a family: each N starts from the best of its neighbours'
 //! games carried over (N - 1's game extended to N, `sieve::family::extend`; N + 1's game with
 //! N + 1 dropped and finished; N's own recorded game), improves it by the anytime mode's
@@ -31,7 +31,17 @@
 //! 2,000 nodes a repair). `--focus F` adds F focused steps on N after every 8 ticks of a run
 //! (`lns::Lns::step_focused`: the region holds N and the multiples of one of its largest
 //! proper divisors, what a game must re-pair to keep that divisor for N; the row's start
-//! column then ends in `/focus=F`). Each N's timing (bound, LNS) goes to stderr.
+//! column then ends in `/focus=F`). `--chain C` adds C chain steps after every 8 ticks
+//! (`lns::Lns::step_chain_random`: the displacement tree of N or of an unplayed composite);
+//! `--relink R` adds R path-relinking steps (`lns::Lns::step_relink`) towards the other
+//! starts and the other runs' best games in turn (`/chain=C`, `/relink=R` in the row).
+//! `--greedy` adds a start of no recorded lineage (the root matching played greedily);
+//! `--dump FILE` appends every N's final game (n, score, start, game), recorded or not, and
+//! `--extra FILE` adds the games of such a file's rows for N as starts (`extraI`), each
+//! re-checked and finished as a game of N. Each N's timing (bound, LNS) goes to stderr.
+//!
+//! `-- --probe N:TARGET:SIZE:NODES[:TRIALS]` only repairs TARGET's displacement tree
+//! (`lns::Lns::chain_region`) in N's recorded game and prints how each repair ended.
 //!
 //! `-- --bound N...` only times the bound and prints its size.
 //!
@@ -208,6 +218,11 @@ struct Budget {
     nodes: Option<u64>,
     /// `--focus`: focused steps on N ([`lns::Lns::step_focused`]) after every 8 ticks of a run.
     focus: u64,
+    /// `--chain`: chain steps ([`lns::Lns::step_chain_random`]) after every 8 ticks of a run.
+    chain: u64,
+    /// `--relink`: path-relinking steps ([`lns::Lns::step_relink`]) after every 8 ticks of a
+    /// run, each towards another start or another run's best game, in turn.
+    relink: u64,
 }
 
 /// Improves the finished games `starts` of N (best first) by the anytime mode's LNS within
@@ -229,6 +244,7 @@ fn improve(
     plan.nodes = budget.nodes.unwrap_or(plan.nodes);
     let mut runs = vec![lns::Lns::new(n, start(0), lns_seed(n, budget.seed, 0))?];
     let mut steps = 0u64;
+    let mut relinks = 0u64;
     loop {
         let spent = process_cpu_seconds() - cpu;
         let best = runs.iter().map(|r| r.best().1).max().unwrap_or(i64::MIN);
@@ -257,6 +273,27 @@ fn improve(
             for _ in 0..budget.focus {
                 run.step_focused(n, size, plan.nodes);
                 steps += 1;
+            }
+            for _ in 0..budget.chain {
+                run.step_chain_random(size, plan.nodes);
+                steps += 1;
+            }
+        }
+        if budget.relink > 0 {
+            let bests: Vec<Vec<u32>> = runs.iter().map(|r| r.best().0.to_vec()).collect();
+            let others = starts.len() + bests.len();
+            for (i, run) in runs.iter_mut().enumerate() {
+                for _ in 0..budget.relink {
+                    relinks += 1;
+                    let k = (relinks as usize + i) % others;
+                    let other = if k < starts.len() {
+                        starts[k].1.as_slice()
+                    } else {
+                        bests[k - starts.len()].as_slice()
+                    };
+                    run.step_relink(other, size, plan.nodes);
+                    steps += 1;
+                }
             }
         }
     }
@@ -299,6 +336,38 @@ fn main() -> ExitCode {
         }
         return ExitCode::SUCCESS;
     }
+    if let Some(spec) = flag(&mut args, "--probe") {
+        // --probe N:TARGET:SIZE:NODES[:TRIALS]: repairs of TARGET's displacement tree in N's
+        // recorded game, with how each ended.
+        let v: Vec<u64> = spec.split(':').filter_map(|x| x.parse().ok()).collect();
+        let (n, target, size, nodes) = (v[0] as u32, v[1] as u32, v[2] as usize, v[3]);
+        let trials = v.get(4).copied().unwrap_or(3);
+        let best = recorded(&PathBuf::from(format!(
+            "{ROOT}/records/sieve-beyond-1000.tsv"
+        )));
+        let Some((_, moves)) = best.get(&n) else {
+            eprintln!("N = {n}: no recorded game");
+            return ExitCode::FAILURE;
+        };
+        let mut run = lns::Lns::new(n, moves, 1).expect("recorded game");
+        for t in 0..trials {
+            let before = run.stats();
+            let cpu = process_cpu_seconds();
+            let region = run.chain_region(target, size);
+            let up = run.repair_region(&region, nodes);
+            let after = run.stats();
+            println!(
+                "N {n} target {target} size {size} trial {t}: region {} numbers, improved {up}, score {}, pruned {}, complete {}, nodes {}, {:.2} s",
+                region.len(),
+                run.game().1,
+                after.pruned - before.pruned,
+                after.complete - before.complete,
+                after.nodes - before.nodes,
+                process_cpu_seconds() - cpu
+            );
+        }
+        return ExitCode::SUCCESS;
+    }
     let from: u32 = flag(&mut args, "--from")
         .and_then(|a| a.parse().ok())
         .expect("--from A");
@@ -316,13 +385,38 @@ fn main() -> ExitCode {
         flag(&mut args, "--kick-pairs").map(|s| s.parse().expect("--kick-pairs"));
     let nodes: Option<u64> = flag(&mut args, "--nodes").map(|s| s.parse().expect("--nodes"));
     let focus: u64 = flag(&mut args, "--focus").map_or(0, |s| s.parse().expect("--focus"));
+    let chain: u64 = flag(&mut args, "--chain").map_or(0, |s| s.parse().expect("--chain"));
+    let relink: u64 = flag(&mut args, "--relink").map_or(0, |s| s.parse().expect("--relink"));
     let portfolio: usize =
         flag(&mut args, "--portfolio").map_or(1, |s| s.parse().expect("--portfolio"));
     let reach: u32 = flag(&mut args, "--reach").map_or(1, |s| s.parse().expect("--reach"));
     let below: u32 = flag(&mut args, "--below").map_or(1, |s| s.parse().expect("--below"));
     let only: Option<String> = flag(&mut args, "--start");
+    // --extra FILE: more starts, the games of FILE's rows for N (tab-separated n, score, ...,
+    // game last, as --dump writes them); --dump FILE: every N's final game appended there
+    // (n, score, start, game), recorded or not.
+    let extra: Option<BTreeMap<u32, Vec<Vec<u32>>>> = flag(&mut args, "--extra").map(|path| {
+        let text = std::fs::read_to_string(&path).expect("--extra FILE");
+        let mut games: BTreeMap<u32, Vec<Vec<u32>>> = BTreeMap::new();
+        for line in text
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.is_empty())
+        {
+            let cols: Vec<&str> = line.split('\t').collect();
+            if let (Some(n), Some(game)) = (cols[0].parse::<u32>().ok(), cols.last()) {
+                let moves = game
+                    .split_whitespace()
+                    .filter_map(|m| m.parse().ok())
+                    .collect();
+                games.entry(n).or_default().push(moves);
+            }
+        }
+        games
+    });
+    let dump: Option<String> = flag(&mut args, "--dump");
     let backward = args.iter().any(|a| a == "--backward");
     let fresh = args.iter().any(|a| a == "--fresh");
+    let greedy = args.iter().any(|a| a == "--greedy");
     let record = PathBuf::from(format!("{ROOT}/records/sieve-beyond-1000.tsv"));
     std::fs::create_dir_all(&dir).expect("records/sieve-bounds");
     let mut best = recorded(&record);
@@ -357,6 +451,23 @@ fn main() -> ExitCode {
                 starts.push((s, moves, format!("n-{k}")));
             }
         }
+        for (i, moves) in extra
+            .as_ref()
+            .and_then(|e| e.get(&n))
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            // Re-checked: a start must be a legal game of N (finished here).
+            if let Some((s, moves)) = restrict(n, moves) {
+                starts.push((s, moves, format!("extra{i}")));
+            }
+        }
+        if greedy {
+            // A start of no recorded lineage: the root matching played greedily.
+            let (moves, s) = grind_shared::problems::sieve::search::Searcher::new(n).greedy_game();
+            starts.push((s, moves, "greedy".into()));
+        }
         if let Some(only) = &only {
             starts.retain(|s| s.2 == *only);
         }
@@ -387,6 +498,8 @@ fn main() -> ExitCode {
             kick_pairs,
             nodes,
             focus,
+            chain,
+            relink,
         };
         let (moves, score, spent, steps, run) = match improve(n, &starts, &budget) {
             Ok(found) => found,
@@ -434,6 +547,12 @@ fn main() -> ExitCode {
             if focus > 0 {
                 seed_text.push_str(&format!("/focus={focus}"));
             }
+            if chain > 0 {
+                seed_text.push_str(&format!("/chain={chain}"));
+            }
+            if relink > 0 {
+                seed_text.push_str(&format!("/relink={relink}"));
+            }
             println!(
                 "{n}\t{score}\t{pub_text}\t{diff}\t{}\t{}\t{spent:.2}\t{bound_cpu:.2}\t{steps}\t{origin}:{start_score}{seed_text}\t{}\t{}\t{commit}\t{date}\t{}",
                 cert.bound,
@@ -444,6 +563,16 @@ fn main() -> ExitCode {
             );
         } else {
             eprintln!("N = {n}: {score}, no better than the recorded game");
+        }
+        if let Some(path) = &dump {
+            use std::io::Write;
+            let game: Vec<String> = moves.iter().map(u32::to_string).collect();
+            let mut file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .expect("--dump FILE");
+            writeln!(file, "{n}\t{score}\t{origin}\t{}", game.join(" ")).expect("--dump FILE");
         }
     }
     ExitCode::SUCCESS

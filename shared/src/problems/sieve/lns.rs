@@ -19,6 +19,12 @@
 //! most a given slack; the plain steps then climb from there, and the run keeps its best
 //! game apart from the current one.
 //!
+//! Two more neighbourhoods: [`Lns::step_chain`] repairs the displacement tree of one number
+//! (every re-pairing chain that lets the game play it), and [`Lns::step_relink`] repairs
+//! whole components of the difference between the game and another game of N (path
+//! relinking: at N = 1807 it joined two games of one value from other lineages into a
+//! better one, where the runs from one lineage all stalled on the same value).
+//!
 //! [`chain`] builds a start for N from a smaller N0: a game for m - 1 is also legal on
 //! 1..=m, so it is carried to m, finished, and repaired around m (most changes from m - 1
 //! to m are the insertion of m or a small swap near it).
@@ -38,6 +44,11 @@ pub struct LnsStats {
     pub improvements: u64,
     /// Branch-and-bound nodes over all repairs.
     pub nodes: u64,
+    /// Repairs whose search ran to the end within its budget (the region's best game is
+    /// then known: it is at most the game kept).
+    pub complete: u64,
+    /// Repairs refused at once: the region's matching bound is below the score.
+    pub pruned: u64,
 }
 
 /// A game being improved by destroy-and-repair steps.
@@ -312,6 +323,152 @@ impl Lns {
         self.repair(&region, nodes, &[], 0)
     }
 
+    /// One step whose region is the *displacement tree* of `target` ([`Lns::chain_region`]):
+    /// every re-pairing chain that lets the game play `target` starts there. True when the
+    /// score rose.
+    pub fn step_chain(&mut self, target: u32, size: usize, nodes: u64) -> bool {
+        if self.n < 4 || !(2..=self.n).contains(&target) {
+            return false;
+        }
+        let region = self.chain_region(target, size);
+        self.repair(&region, nodes, &[], 0)
+    }
+
+    /// A path-relinking step towards `other`, another finished legal game on 1..=N (say a
+    /// neighbour N's game carried to N): the numbers whose partner differs between the two
+    /// pairings fall into components (alternating paths and cycles of the two pairings);
+    /// whole components, in random order, make a region of about `size` numbers, repaired
+    /// exactly. The repair may take any mix of the two games' pairs there, and more. False
+    /// (no step) when `other` is not a legal game or equals the current pairing; else true
+    /// when the score rose.
+    pub fn step_relink(&mut self, other: &[u32], size: usize, nodes: u64) -> bool {
+        let Some(other) = game::finish(self.n, other) else {
+            return false;
+        };
+        let Some(pairs) = game::pairing_of(self.n, &other) else {
+            return false;
+        };
+        let mut theirs = vec![0u32; self.n as usize + 1];
+        for &(a, b) in &pairs {
+            theirs[a as usize] = b;
+            theirs[b as usize] = a;
+        }
+        let differs = |x: u32| self.partner[x as usize] != theirs[x as usize];
+        let mut seen = vec![false; self.n as usize + 1];
+        let mut components: Vec<Vec<u32>> = Vec::new();
+        for x in 1..=self.n {
+            if seen[x as usize] || !differs(x) {
+                continue;
+            }
+            let mut component = vec![x];
+            seen[x as usize] = true;
+            let mut at = 0;
+            while at < component.len() {
+                let y = component[at];
+                at += 1;
+                for z in [self.partner[y as usize], theirs[y as usize]] {
+                    if z != 0 && !seen[z as usize] {
+                        seen[z as usize] = true;
+                        component.push(z);
+                    }
+                }
+            }
+            components.push(component);
+        }
+        if components.is_empty() {
+            return false;
+        }
+        // Random order (Fisher-Yates on indices).
+        for i in (1..components.len()).rev() {
+            let j = self.rng.modulo(i as u64 + 1) as usize;
+            components.swap(i, j);
+        }
+        let mut region: Vec<u32> = Vec::with_capacity(size + 8);
+        for component in &components {
+            if !region.is_empty() && region.len() + component.len() > size {
+                continue;
+            }
+            region.extend(component.iter().copied().take(size.max(2)));
+        }
+        // A too long first component was cut: keep each number's partner with it.
+        let region = self.with_partners(region.into_iter(), usize::MAX);
+        self.repair(&region, nodes, &[], 0)
+    }
+
+    /// One [`Lns::step_chain`] on a random target: N itself, or a random composite number
+    /// in (N/2, N] that the current game leaves unplayed (a number a better game may gain).
+    pub fn step_chain_random(&mut self, size: usize, nodes: u64) -> bool {
+        if self.n < 4 {
+            return false;
+        }
+        let idle: Vec<u32> = (self.n / 2 + 1..=self.n)
+            .filter(|&x| self.partner[x as usize] == 0 && self.searcher.graph().primes(x) != [x])
+            .collect();
+        let pick = self.rng.modulo(idle.len() as u64 + 1) as usize;
+        let target = idle.get(pick).copied().unwrap_or(self.n);
+        self.step_chain(target, size, nodes)
+    }
+
+    /// The numbers a re-pairing chain from `target` runs through, breadth first, up to about
+    /// `size`: `target` and its partner; then for each member x, its largest proper divisors
+    /// x/p (the factors x could take instead) with their partners (the moves such a factor
+    /// would leave without one, where the chain goes on), and up to two multiples x·p (the
+    /// moves a factor x could serve), each with its partner. Siblings come in random order,
+    /// so repeated regions of one target differ once the tree outgrows `size`. Inserting a
+    /// number N into a game means giving N a factor d, then d's old move another factor,
+    /// and so on until a chain ends at a free number or drops a move: at N = 1807 (13 × 139)
+    /// such a chain runs 1807 - 139 - 1529 - 11 - 1507 - 137 - ..., a path random blobs
+    /// rarely hold whole.
+    pub fn chain_region(&mut self, target: u32, size: usize) -> Vec<u32> {
+        let mut members: Vec<u32> = Vec::with_capacity(size + 8);
+        let mut queue = std::collections::VecDeque::new();
+        let add = |x: u32, members: &mut Vec<u32>, in_region: &mut [bool]| -> bool {
+            if x >= 1 && !in_region[x as usize] {
+                in_region[x as usize] = true;
+                members.push(x);
+                true
+            } else {
+                false
+            }
+        };
+        for x in [target, self.partner[target as usize]] {
+            if add(x, &mut members, &mut self.in_region) {
+                queue.push_back(x);
+            }
+        }
+        let mut down: Vec<u32> = Vec::new();
+        let mut up: Vec<u32> = Vec::new();
+        while let Some(x) = queue.pop_front() {
+            if members.len() >= size {
+                break;
+            }
+            down.clear();
+            up.clear();
+            for e in self.searcher.graph().edges(x) {
+                if e.big == x {
+                    down.push(e.other);
+                } else {
+                    up.push(e.other);
+                }
+            }
+            shuffle(&mut down, &mut self.rng);
+            shuffle(&mut up, &mut self.rng);
+            up.truncate(2);
+            for &y in down.iter().chain(up.iter()) {
+                for z in [y, self.partner[y as usize]] {
+                    if add(z, &mut members, &mut self.in_region) {
+                        queue.push_back(z);
+                    }
+                }
+            }
+        }
+        for &x in &members {
+            self.in_region[x as usize] = false;
+        }
+        members.sort_unstable();
+        members
+    }
+
     /// A connected blob of about `size` numbers around `seed`: grown by adding a random
     /// graph neighbour of a random member, each number with its current partner.
     fn region(&mut self, seed: u32, size: usize) -> Vec<u32> {
@@ -363,6 +520,13 @@ impl Lns {
         members
     }
 
+    /// Repairs `region` exactly within `nodes` repair nodes, everything else fixed: the
+    /// step behind every neighbourhood, for measurements (`stats().complete` and
+    /// `stats().pruned` tell how it ended). True when the score rose.
+    pub fn repair_region(&mut self, region: &[u32], nodes: u64) -> bool {
+        self.repair(region, nodes, &[], 0)
+    }
+
     /// Repairs `region` exactly (within `nodes`) without the pairs `forbidden`; adopts the
     /// best game found that loses at most `slack` points (0: a game at least as good).
     /// True when the score rose.
@@ -393,6 +557,7 @@ impl Lns {
         }
         let floor = self.score - slack.max(0);
         if self.searcher.root_bound() < floor {
+            self.stats.pruned += 1;
             return false;
         }
         let repair = Repair {
@@ -403,9 +568,11 @@ impl Lns {
         };
         let ended = self.searcher.search(&[], None, None, &repair);
         self.stats.nodes += self.searcher.stats().nodes;
-        let Ok(_) = ended else {
-            return false;
-        };
+        match ended {
+            Ok(super::search::SearchEnd::Done) => self.stats.complete += 1,
+            Ok(_) => {}
+            Err(_) => return false,
+        }
         match repair.best.into_inner() {
             Some((moves, score)) if score >= floor => {
                 let improved = score > self.score;
@@ -417,6 +584,14 @@ impl Lns {
             }
             _ => false,
         }
+    }
+}
+
+/// Shuffles `items` in place (Fisher-Yates) with draws from `rng`.
+fn shuffle(items: &mut [u32], rng: &mut XorShift64Star) {
+    for i in (1..items.len()).rev() {
+        let j = rng.modulo(i as u64 + 1) as usize;
+        items.swap(i, j);
     }
 }
 
@@ -506,6 +681,81 @@ mod tests {
         let mut lns = Lns::new(82, &start, 1).unwrap();
         lns.step_focused(82, 83, 1_000_000);
         assert_eq!(lns.game().1, 2187);
+    }
+
+    #[test]
+    fn chain_regions_hold_the_target_and_whole_pairs_and_chain_steps_never_lose() {
+        for n in [30u32, 150, 400] {
+            let (start, greedy) = Searcher::new(n).greedy_game();
+            let mut lns = Lns::new(n, &start, 5).unwrap();
+            for target in [n, n - 1, n / 2, 2] {
+                let region = lns.chain_region(target, 40);
+                assert!(region.contains(&target), "N = {n}, target {target}");
+                assert!(region.len() <= 40 + 16, "N = {n}: {} numbers", region.len());
+                assert!(region.windows(2).all(|w| w[0] < w[1]), "sorted, no repeats");
+                for &x in &region {
+                    let p = lns.partner[x as usize];
+                    assert!(p == 0 || region.contains(&p), "N = {n}: {x} without {p}");
+                }
+                // The largest proper divisors of the target are its first candidates.
+                for &p in lns.searcher.graph().primes(target) {
+                    if target / p >= 1 {
+                        assert!(region.contains(&(target / p)), "N = {n}: {target}/{p}");
+                    }
+                }
+            }
+            let mut last = greedy;
+            for i in 0..40 {
+                if i % 2 == 0 {
+                    lns.step_chain(n - (i % 7), 10 + i as usize, 300);
+                } else {
+                    lns.step_chain_random(10 + i as usize, 300);
+                }
+                let (moves, score) = lns.game();
+                assert!(score >= last, "N = {n}");
+                assert_eq!(replayed(n, moves), Ok(score as u64), "N = {n}");
+                last = score;
+            }
+            assert!(!lns.step_chain(n + 1, 30, 300) && !lns.step_chain(1, 30, 300));
+        }
+    }
+
+    #[test]
+    fn relinking_to_an_optimal_game_with_room_for_every_difference_reaches_it() {
+        // An optimal game for N = 82 (2187, OEIS A019312) from a whole-region repair.
+        let n = 82;
+        let (start, greedy) = Searcher::new(n).greedy_game();
+        let mut exact = Lns::new(n, &start, 1).unwrap();
+        exact.step_at(1, n as usize + 1, 1_000_000);
+        let (optimal, best) = (exact.game().0.to_vec(), exact.game().1);
+        assert_eq!(best, 2187);
+        assert!(greedy < best, "the greedy game is not already optimal");
+        // Outside the numbers whose partners differ both games agree, so the region of all
+        // differences holds the optimal game: the exact repair finds it.
+        let mut lns = Lns::new(n, &start, 9).unwrap();
+        assert!(lns.step_relink(&optimal, 1000, 1_000_000));
+        assert_eq!(lns.game().1, 2187);
+        assert_eq!(replayed(n, lns.game().0), Ok(2187));
+        // Nothing differs any more; an illegal game is no step.
+        assert!(!lns.step_relink(&optimal, 1000, 1_000_000));
+        assert!(!lns.step_relink(&[7, 7], 1000, 1_000));
+        // Small regions (a few components at a time) never lose and stay legal.
+        for n in [60u32, 150] {
+            let (start, greedy) = Searcher::new(n).greedy_game();
+            let mut a = Lns::new(n, &start, 2).unwrap();
+            for _ in 0..30 {
+                a.step(25, 300);
+            }
+            let mut lns = Lns::new(n, &start, 4).unwrap();
+            let mut last = greedy;
+            for _ in 0..20 {
+                lns.step_relink(a.game().0, 12, 300);
+                let (moves, score) = lns.game();
+                assert!(score >= last, "N = {n}");
+                assert_eq!(replayed(n, moves), Ok(score as u64), "N = {n}");
+                last = score;
+            }
+        }
     }
 
     #[test]
