@@ -271,7 +271,7 @@ impl Lns {
 
     /// The first numbers of `members` with their partners, up to about `size` numbers.
     fn with_partners(&mut self, members: impl Iterator<Item = u32>, size: usize) -> Vec<u32> {
-        let mut region = Vec::with_capacity(size + 2);
+        let mut region = Vec::with_capacity(size.saturating_add(2).min(self.n as usize + 1));
         for x in members {
             if region.len() >= size {
                 break;
