@@ -44,6 +44,18 @@ impl SharedBound {
         }
     }
 
+    /// The tighter of this bound and `other` (a unit's view: its own claims and the
+    /// campaign's verified bound).
+    pub fn tighter(&self, other: Option<i64>) -> Option<i64> {
+        match (self.get(), other) {
+            (Some(a), Some(b)) => Some(match self.objective {
+                Objective::Min => a.min(b),
+                _ => a.max(b),
+            }),
+            (a, b) => a.or(b),
+        }
+    }
+
     /// Tightens the bound when `candidate` is better (never loosens it).
     pub fn offer(&self, candidate: i64) {
         match self.objective {
@@ -137,7 +149,13 @@ pub struct UnitContext {
     lease_id: i64,
     campaign_id: i64,
     resume: Option<Vec<u8>>,
+    /// The campaign's bound on this worker: tightened only by what the coordinator says
+    /// (its bound stream and its replies), so every unit prunes against verified scores.
     bound: Arc<SharedBound>,
+    /// This unit's own claims, before the coordinator has checked them: the unit prunes
+    /// against them, the worker's other units do not (a held or refused claim must not keep
+    /// them from reporting solutions below it).
+    own: SharedBound,
     stop: AtomicBool,
     split: AtomicBool,
     nodes: AtomicU64,
@@ -168,6 +186,7 @@ impl UnitContext {
             lease_id,
             campaign_id,
             resume,
+            own: SharedBound::new(bound.objective, None),
             bound,
             stop: AtomicBool::new(false),
             split: AtomicBool::new(false),
@@ -250,20 +269,21 @@ impl SolveContext for UnitContext {
     }
 
     fn bound(&self) -> Option<i64> {
-        self.bound.get()
+        self.own.tighter(self.bound.get())
     }
 
     fn improve(&self, found: Scored) {
-        // Reported before the bound moves: a unit finishing with a claim at this bound is
-        // then reported after this improvement, so the coordinator never sees a claim
-        // against a bound it has not heard of.
+        // Reported before the unit's bound moves: a unit finishing with a claim at this
+        // bound is then reported after this improvement, so the coordinator never sees a
+        // claim against a bound it has not heard of. Only this unit's own bound moves: the
+        // campaign's moves when the coordinator has checked the claim (its reply's best).
         let score = found.score;
         self.send(UnitEvent::Improved(FoundImprovement {
             lease_id: self.lease_id,
             campaign_id: self.campaign_id,
             found,
         }));
-        self.bound.offer(score);
+        self.own.offer(score);
     }
 
     fn progress(&self, nodes: u64, fraction: Option<f64>) {
@@ -364,15 +384,44 @@ mod tests {
     }
 
     fn context() -> UnitContext {
+        context_sharing(Arc::new(SharedBound::new(Objective::Max, None)))
+    }
+
+    fn context_sharing(bound: Arc<SharedBound>) -> UnitContext {
         let (events, _) = mpsc::unbounded_channel();
-        UnitContext::new(
-            1,
-            1,
-            Vec::new(),
-            None,
-            Arc::new(SharedBound::new(Objective::Max, None)),
-            events,
-        )
+        UnitContext::new(1, 1, Vec::new(), None, bound, events)
+    }
+
+    fn scored(score: i64) -> Scored {
+        Scored {
+            solution: serde_json::json!({}),
+            score,
+        }
+    }
+
+    #[test]
+    fn an_unchecked_claim_bounds_its_own_unit_only() {
+        let campaign = Arc::new(SharedBound::new(Objective::Max, Some(10)));
+        let (claimant, other) = (
+            context_sharing(campaign.clone()),
+            context_sharing(campaign.clone()),
+        );
+        claimant.improve(scored(50));
+        assert_eq!(claimant.bound(), Some(50));
+        assert_eq!(
+            other.bound(),
+            Some(10),
+            "a claim not yet checked is not shared"
+        );
+        // The coordinator's reply (or bound stream) carries the checked best to every unit.
+        campaign.offer(30);
+        assert_eq!((claimant.bound(), other.bound()), (Some(50), Some(30)));
+        campaign.offer(70);
+        assert_eq!((claimant.bound(), other.bound()), (Some(70), Some(70)));
+        let min = SharedBound::new(Objective::Min, Some(8));
+        assert_eq!(min.tighter(Some(5)), Some(5));
+        assert_eq!(min.tighter(Some(9)), Some(8));
+        assert_eq!(SharedBound::new(Objective::Min, None).tighter(None), None);
     }
 
     #[test]
