@@ -22,9 +22,11 @@
 //! A..=B and prints one `records/sieve.tsv` row per N (value, root bound, units, nodes, CPU
 //! and wall seconds, versions, COMMIT, date, an optimal game); `bench/sieve_record.sh`
 //! appends them to the record. Each N builds on N - 1's row as a family campaign does
-//! (`sieve::local::prove_after`): a row with 0 units was closed at the ceiling
-//! (opt(N-1) + N, or opt(N-1) + N - P' for a prime N) by N - 1's game extended, and rests on
-//! the row before it.
+//! (`sieve::local::prove_after_with`): a row with 0 units was closed at the ceiling
+//! (opt(N-1) + N, or opt(N-1) + N - P' for a prime N) by its starting game, and rests on
+//! the row before it. The starting game (N - 1's game extended, or the campaign's own when
+//! better) is first raised by a short neighbourhood search (`sieve::local::polish_start`;
+//! `--no-polish` skips it); the row's CPU seconds include it.
 
 use std::process::ExitCode;
 use std::time::Instant;
@@ -33,7 +35,7 @@ mod sieve_common;
 use sieve_common::{process_cpu_seconds, today};
 
 use grind_shared::problem::Problem;
-use grind_shared::problems::sieve::{local, search::Searcher, Sieve, SieveParams};
+use grind_shared::problems::sieve::{family, local, search::Searcher, Sieve, SieveParams};
 use grind_shared::registry::ProblemDef;
 
 fn flag(args: &mut Vec<String>, name: &str) -> Option<String> {
@@ -49,6 +51,8 @@ fn main() -> ExitCode {
         .collect();
     let threads: usize = flag(&mut args, "--threads").map_or(2, |t| t.parse().expect("--threads"));
     let repeat: usize = flag(&mut args, "--repeat").map_or(3, |r| r.parse().expect("--repeat"));
+    let polish = !args.iter().any(|a| a == "--no-polish");
+    args.retain(|a| a != "--no-polish");
     if let Some(n) = flag(&mut args, "--dump-units") {
         return dump_units(n.parse().expect("--dump-units N"));
     }
@@ -58,7 +62,7 @@ fn main() -> ExitCode {
     if let Some(at) = args.iter().position(|a| a == "--record") {
         let from: u32 = args[at + 1].parse().expect("--record A B COMMIT");
         let to: u32 = args[at + 2].parse().expect("--record A B COMMIT");
-        return record(from, to, &args[at + 3], threads);
+        return record(from, to, &args[at + 3], threads, polish);
     }
     if let Some(at) = args.iter().position(|a| a == "--check") {
         let from: u32 = args[at + 1].parse().expect("--check A B FILE");
@@ -110,6 +114,19 @@ fn probe(n: u32) -> ExitCode {
         "N = {n}: starting bound {bound:?} in {probe:.3} s; {units} units in {:.3} s",
         start.elapsed().as_secs_f64()
     );
+    // What the records' runs start from: the campaign's starting game raised by the polish
+    // (up to the ceiling from the recorded N - 1, when there is one).
+    let ceiling = recorded_row(n - 1).and_then(|(v, _)| family::ceiling(n, v));
+    if let Some((moves, score)) = sieve.starting_game() {
+        let pool = rayon::ThreadPoolBuilder::new().build().expect("pool");
+        let start = Instant::now();
+        let (_, polished) =
+            local::polish_start(n, moves, local::POLISH_STEPS, ceiling, &pool).expect("polish");
+        println!(
+            "polished from {score} to {polished} in {:.3} s (ceiling {ceiling:?})",
+            start.elapsed().as_secs_f64()
+        );
+    }
     ExitCode::SUCCESS
 }
 
@@ -153,7 +170,7 @@ fn check(from: u32, to: u32, terms: &[i64], threads: usize) -> ExitCode {
 }
 
 /// Proves every N in `from..=to` and prints one record row per N (see the module docs).
-fn record(from: u32, to: u32, commit: &str, threads: usize) -> ExitCode {
+fn record(from: u32, to: u32, commit: &str, threads: usize, polish: bool) -> ExitCode {
     let date = today();
     // Each N builds on the proven N - 1 (the record's row for from - 1, then the row just
     // proven), as a family campaign does.
@@ -161,10 +178,11 @@ fn record(from: u32, to: u32, commit: &str, threads: usize) -> ExitCode {
     for n in from..=to {
         let cpu = process_cpu_seconds();
         let wall = Instant::now();
-        let proven = local::prove_after(
+        let proven = local::prove_after_with(
             n,
             threads,
             previous.as_ref().map(|(v, m)| (*v, m.as_slice())),
+            if polish { local::POLISH_STEPS } else { 0 },
         )
         .expect("proof");
         previous = Some((proven.score, proven.moves.clone()));

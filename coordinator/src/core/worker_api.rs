@@ -133,17 +133,8 @@ impl Coordinator {
         &self,
         req: pb::ImprovementRequest,
     ) -> Result<pb::ImprovementReply, Error> {
-        let (worker_id, lease_id) = (req.worker_id, req.lease_id);
-        let this = self.clone();
         let (lease, problem, best) = self
-            .inner
-            .store
-            .read(move |conn| {
-                let lease = scheduler::owned_lease(conn, worker_id, lease_id)?;
-                let problem = this.inner.problems.get(conn, lease.campaign_id)?;
-                let best = scheduler::tables::campaigns::best_score(conn, lease.campaign_id)?;
-                Ok((lease, problem, best))
-            })
+            .lease_and_problem(req.worker_id, req.lease_id, true)
             .await?;
         if lease.campaign_id != req.campaign_id {
             return Err(Error::InvalidArgument(format!(
@@ -413,7 +404,11 @@ impl Coordinator {
     async fn prepare_completion(&self, req: pb::CompleteRequest) -> Result<Settlement, Error> {
         let problem = match self.granted_problem(req.worker_id, req.lease_id) {
             Some(found) => found?,
-            None => self.lease_and_problem(req.worker_id, req.lease_id).await?.1,
+            None => {
+                self.lease_and_problem(req.worker_id, req.lease_id, false)
+                    .await?
+                    .1
+            }
         };
         self.check_completion(req, problem).await
     }
@@ -475,20 +470,26 @@ impl Coordinator {
         Ok(pb::ReleaseReply {})
     }
 
-    /// The lease (checked to be `worker_id`'s) and its campaign's problem, in one read (one
-    /// hop to the blocking pool; the problem usually comes from the cache).
+    /// The lease (checked to be `worker_id`'s), its campaign's problem and, when `with_best`,
+    /// the campaign's best score, in one read (one hop to the blocking pool; the problem
+    /// usually comes from the cache).
     async fn lease_and_problem(
         &self,
         worker_id: i64,
         lease_id: i64,
-    ) -> Result<(scheduler::LeaseRow, Arc<dyn Problem>), Error> {
+        with_best: bool,
+    ) -> Result<(scheduler::LeaseRow, Arc<dyn Problem>, Option<i64>), Error> {
         let this = self.clone();
         self.inner
             .store
             .read(move |conn| {
                 let lease = scheduler::owned_lease(conn, worker_id, lease_id)?;
                 let problem = this.inner.problems.get(conn, lease.campaign_id)?;
-                Ok((lease, problem))
+                let best = match with_best {
+                    true => scheduler::tables::campaigns::best_score(conn, lease.campaign_id)?,
+                    false => None,
+                };
+                Ok((lease, problem, best))
             })
             .await
     }

@@ -801,3 +801,32 @@ fn a_local_proof_after_n_minus_1_closes_at_the_ceiling_or_searches() {
         "{exposed}"
     );
 }
+
+#[test]
+fn a_polished_start_never_loses_and_the_proof_stays_the_same() {
+    // The polish only raises the incumbent: from a random game it returns a legal game at
+    // least as good, and polished proofs prove the plain proofs' optima.
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(2)
+        .build()
+        .unwrap();
+    let start = random_game(150, 7);
+    let before = game::replay(
+        150,
+        &start.iter().map(|&m| u64::from(m)).collect::<Vec<_>>(),
+    )
+    .unwrap() as i64;
+    let (moves, score) = local::polish_start(150, &start, 30, None, &pool).unwrap();
+    let wide: Vec<u64> = moves.iter().map(|&m| u64::from(m)).collect();
+    assert_eq!(game::replay(150, &wide), Ok(score as u64));
+    assert!(score > before, "{before} -> {score}");
+    let mut previous = local::prove(40, 1).unwrap();
+    for n in 41..=48 {
+        let plain = local::prove_after(n, 1, Some((previous.score, &previous.moves))).unwrap();
+        let polished =
+            local::prove_after_with(n, 2, Some((previous.score, &previous.moves)), 20).unwrap();
+        assert_eq!(polished.score, plain.score, "N = {n}");
+        assert_eq!(game::replay(n, &polished.moves), Ok(polished.score as u64));
+        previous = plain;
+    }
+}
