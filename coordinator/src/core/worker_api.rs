@@ -485,9 +485,10 @@ impl Coordinator {
             .read(move |conn| {
                 let lease = scheduler::owned_lease(conn, worker_id, lease_id)?;
                 let problem = this.inner.problems.get(conn, lease.campaign_id)?;
-                let best = match with_best {
-                    true => scheduler::tables::campaigns::best_score(conn, lease.campaign_id)?,
-                    false => None,
+                let best = if with_best {
+                    scheduler::tables::campaigns::best_score(conn, lease.campaign_id)?
+                } else {
+                    None
                 };
                 Ok((lease, problem, best))
             })
