@@ -18,6 +18,12 @@
 //! root node as one JSON line (path, bound, fixed pairs, live edges), to measure other
 //! bounds on the same nodes outside grind.
 //!
+//! `cargo bench -p grind-shared --bench sieve -- --unit-cuts N` prints, for each exact unit's
+//! root node, its matching bound and the cluster cuts' Lagrangian bound derived afresh for
+//! the node's fixed pairs (`sieve::cuts::derive`, ignoring the node's excluded edges, so a
+//! bound on more games than the node's), beside the published optimum: how much a cut bound
+//! re-derived per unit could prune.
+//!
 //! `cargo bench -p grind-shared --bench sieve -- --record A B COMMIT` proves every N in
 //! A..=B and prints one `records/sieve.tsv` row per N (value, root bound, units, nodes, CPU
 //! and wall seconds, versions, COMMIT, date, an optimal game); `bench/sieve_record.sh`
@@ -35,7 +41,7 @@ mod sieve_common;
 use sieve_common::{process_cpu_seconds, today};
 
 use grind_shared::problem::Problem;
-use grind_shared::problems::sieve::{family, local, search::Searcher, Sieve, SieveParams};
+use grind_shared::problems::sieve::{cuts, family, local, search::Searcher, Sieve, SieveParams};
 use grind_shared::registry::ProblemDef;
 
 fn flag(args: &mut Vec<String>, name: &str) -> Option<String> {
@@ -55,6 +61,9 @@ fn main() -> ExitCode {
     args.retain(|a| a != "--no-polish");
     if let Some(n) = flag(&mut args, "--dump-units") {
         return dump_units(n.parse().expect("--dump-units N"));
+    }
+    if let Some(n) = flag(&mut args, "--unit-cuts") {
+        return unit_cuts(n.parse().expect("--unit-cuts N"));
     }
     if let Some(n) = flag(&mut args, "--probe") {
         return probe(n.parse().expect("--probe N"));
@@ -222,6 +231,55 @@ fn recorded_row(n: u32) -> Option<(i64, Vec<u64>)> {
 
 /// Prints each exact unit's root node of N as one JSON line: its path, bound, fixed pairs
 /// and live edges (for measuring other bounds on the same nodes outside grind).
+fn unit_cuts(n: u32) -> ExitCode {
+    let table = concat!(env!("CARGO_MANIFEST_DIR"), "/../records/a019312.txt");
+    let published: Option<i64> = std::fs::read_to_string(table).ok().and_then(|t| {
+        t.lines()
+            .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+            .nth(n as usize - 1)
+            .map(|l| l.trim().parse().expect("a term"))
+    });
+    let Some(opt) = published else {
+        eprintln!("sieve bench: no published value for N = {n}");
+        return ExitCode::FAILURE;
+    };
+    let sieve = Sieve::from_params(SieveParams::exact(n)).expect("parameters");
+    let frontier = sieve.frontier().expect("units").to_vec();
+    let mut searcher = sieve.exact_searcher();
+    println!("path\tmatching - opt\tcuts - opt\tcuts\tseconds");
+    let (mut open, mut closed, mut gain) = (0, 0, 0i64);
+    for path in &frontier {
+        let node = searcher.node_at(path).expect("a unit names a node");
+        let fixed: Vec<(u32, u32)> = node
+            .pairs()
+            .into_iter()
+            .filter(|p| node.is_fixed(p.0))
+            .collect();
+        let start = Instant::now();
+        let (penalties, bound) = cuts::derive(n, &fixed);
+        let (matching, cut) = (node.bound() - opt, bound - opt);
+        println!(
+            "{path:?}\t{matching}\t{cut}\t{}\t{:.2}",
+            penalties.cuts.len(),
+            start.elapsed().as_secs_f64()
+        );
+        if matching > 0 {
+            open += 1;
+            if cut <= 0 {
+                closed += 1;
+            }
+            gain += matching - cut.min(matching);
+        }
+    }
+    println!(
+        "N = {n}: {} units, {open} above the optimum by the matching bound, {closed} of them \
+         closed by their own cut bound; mean gap lowered by {:.1}",
+        frontier.len(),
+        gain as f64 / open.max(1) as f64
+    );
+    ExitCode::SUCCESS
+}
+
 fn dump_units(n: u32) -> ExitCode {
     let sieve = match Sieve::from_params(SieveParams::exact(n)) {
         Ok(s) => s,
