@@ -19,10 +19,16 @@
 //! bounds on the same nodes outside grind.
 //!
 //! `cargo bench -p grind-shared --bench sieve -- --unit-cuts N` prints, for each exact unit's
-//! root node, its matching bound and the cluster cuts' Lagrangian bound derived afresh for
-//! the node's fixed pairs (`sieve::cuts::derive`, ignoring the node's excluded edges, so a
-//! bound on more games than the node's), beside the published optimum: how much a cut bound
-//! re-derived per unit could prune.
+//! root node, its matching bound and the cluster cuts' Lagrangian bound derived at the node
+//! (`sieve::cuts::derive_at`: clusters of the node's live graph with its fixed pairs, the dual
+//! LP of its live edges), beside the published optimum: how much a cut bound re-derived per
+//! unit could prune. With `--nodes` it also searches each unit with the optimum as the bar
+//! and counts its nodes (how many of them lie in the units the cut bound closes).
+//!
+//! `cargo bench -p grind-shared --bench sieve -- --unit-search N PATH AFTER` searches one
+//! exact unit (PATH: child indices, comma-separated) with the published optimum as the bar
+//! and node cuts after AFTER nodes under a branching node (`Searcher::set_node_cuts`; `none`
+//! turns them off), and prints its nodes, cut derivations and seconds.
 //!
 //! `cargo bench -p grind-shared --bench sieve -- --record A B COMMIT` proves every N in
 //! A..=B and prints one `records/sieve.tsv` row per N (value, root bound, units, nodes, CPU
@@ -41,7 +47,9 @@ mod sieve_common;
 use sieve_common::{process_cpu_seconds, today};
 
 use grind_shared::problem::Problem;
-use grind_shared::problems::sieve::{cuts, family, local, search::Searcher, Sieve, SieveParams};
+use grind_shared::problems::sieve::{
+    cuts, family, local, search, search::Searcher, table, Sieve, SieveParams,
+};
 use grind_shared::registry::ProblemDef;
 
 fn flag(args: &mut Vec<String>, name: &str) -> Option<String> {
@@ -63,7 +71,33 @@ fn main() -> ExitCode {
         return dump_units(n.parse().expect("--dump-units N"));
     }
     if let Some(n) = flag(&mut args, "--unit-cuts") {
-        return unit_cuts(n.parse().expect("--unit-cuts N"));
+        return unit_cuts(
+            n.parse().expect("--unit-cuts N"),
+            args.iter().any(|a| a == "--nodes"),
+        );
+    }
+    if let Some(at) = args.iter().position(|a| a == "--unit-search") {
+        let n: u32 = args[at + 1].parse().expect("N");
+        let path: Vec<u16> = args[at + 2]
+            .split(',')
+            .map(|p| p.parse().expect("path"))
+            .collect();
+        let after: Option<u64> = args[at + 3].parse().ok();
+        let terms = table::read_terms(table::PUBLISHED_TABLE).expect("table");
+        let sieve = Sieve::from_params(SieveParams::exact(n)).expect("parameters");
+        let mut searcher = sieve.exact_searcher();
+        searcher.set_node_cuts(after);
+        let start = Instant::now();
+        searcher
+            .search(&path, None, None, &Bar(terms[n as usize - 1]))
+            .expect("search");
+        println!(
+            "N = {n} unit {path:?} node cuts after {after:?}: {} nodes, {} derived, {:.1} s",
+            searcher.stats().nodes,
+            searcher.cuts_derived(),
+            start.elapsed().as_secs_f64()
+        );
+        return ExitCode::SUCCESS;
     }
     if let Some(n) = flag(&mut args, "--probe") {
         return probe(n.parse().expect("--probe N"));
@@ -76,12 +110,7 @@ fn main() -> ExitCode {
     if let Some(at) = args.iter().position(|a| a == "--check") {
         let from: u32 = args[at + 1].parse().expect("--check A B FILE");
         let to: u32 = args[at + 2].parse().expect("--check A B FILE");
-        let file = std::fs::read_to_string(&args[at + 3]).expect("terms file");
-        let terms: Vec<i64> = file
-            .lines()
-            .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
-            .map(|l| l.trim().parse().expect("a term"))
-            .collect();
+        let terms = table::read_terms(&args[at + 3]).expect("the terms file");
         return check(from, to, &terms, threads);
     }
     let ns: Vec<u32> = if args.is_empty() {
@@ -229,57 +258,86 @@ fn recorded_row(n: u32) -> Option<(i64, Vec<u64>)> {
         })
 }
 
-/// Prints each exact unit's root node of N as one JSON line: its path, bound, fixed pairs
-/// and live edges (for measuring other bounds on the same nodes outside grind).
-fn unit_cuts(n: u32) -> ExitCode {
-    let table = concat!(env!("CARGO_MANIFEST_DIR"), "/../records/a019312.txt");
-    let published: Option<i64> = std::fs::read_to_string(table).ok().and_then(|t| {
-        t.lines()
-            .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
-            .nth(n as usize - 1)
-            .map(|l| l.trim().parse().expect("a term"))
-    });
-    let Some(opt) = published else {
+/// An observer that only holds a fixed bar.
+struct Bar(i64);
+
+impl search::Observer for Bar {
+    fn bound(&self) -> Option<i64> {
+        Some(self.0)
+    }
+    fn found(&self, _moves: &[u32], _score: i64) {}
+}
+
+/// For each exact unit's root node of N: its matching bound and the cut bound derived at the
+/// node itself (`cuts::derive_at`, warm-started from the root's cuts), beside the published
+/// optimum; then how many units that bound closes and by how much it lowers the gaps.
+fn unit_cuts(n: u32, with_nodes: bool) -> ExitCode {
+    let terms = match table::read_terms(table::PUBLISHED_TABLE) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("sieve bench: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let Some(&opt) = terms.get(n as usize - 1) else {
         eprintln!("sieve bench: no published value for N = {n}");
         return ExitCode::FAILURE;
     };
     let sieve = Sieve::from_params(SieveParams::exact(n)).expect("parameters");
     let frontier = sieve.frontier().expect("units").to_vec();
     let mut searcher = sieve.exact_searcher();
-    println!("path\tmatching - opt\tcuts - opt\tcuts\tseconds");
-    let (mut open, mut closed, mut gain) = (0, 0, 0i64);
+    let (root_cuts, _) = cuts::derive(n, &Searcher::root_pairs(n));
+    let seeds: Vec<cuts::Cut> = root_cuts.cuts.into_iter().map(|(c, _)| c).collect();
+    println!("path\tmatching - opt\tcuts - opt\tcuts\tseconds\tnodes");
+    let (mut open, mut closed, mut gain, mut seconds) = (0, 0, 0i64, 0.0);
+    let (mut all_nodes, mut closed_nodes) = (0, 0);
     for path in &frontier {
         let node = searcher.node_at(path).expect("a unit names a node");
-        let fixed: Vec<(u32, u32)> = node
-            .pairs()
-            .into_iter()
-            .filter(|p| node.is_fixed(p.0))
-            .collect();
         let start = Instant::now();
-        let (penalties, bound) = cuts::derive(n, &fixed);
+        let (penalties, bound) = cuts::derive_at(searcher.graph(), &node, seeds.clone(), 40);
+        let spent = start.elapsed().as_secs_f64();
+        seconds += spent;
         let (matching, cut) = (node.bound() - opt, bound - opt);
+        let nodes = if with_nodes {
+            let before = searcher.stats().nodes;
+            searcher
+                .search(path, None, None, &Bar(opt))
+                .expect("a unit's search");
+            searcher.stats().nodes - before
+        } else {
+            0
+        };
+        all_nodes += nodes;
         println!(
-            "{path:?}\t{matching}\t{cut}\t{}\t{:.2}",
-            penalties.cuts.len(),
-            start.elapsed().as_secs_f64()
+            "{path:?}\t{matching}\t{cut}\t{}\t{spent:.2}\t{nodes}",
+            penalties.cuts.len()
         );
         if matching > 0 {
             open += 1;
             if cut <= 0 {
                 closed += 1;
+                closed_nodes += nodes;
             }
             gain += matching - cut.min(matching);
         }
     }
+    if with_nodes {
+        println!(
+            "searching every unit with the optimum as bar: {all_nodes} nodes, {closed_nodes} \
+             of them in the units the cut bound closes"
+        );
+    }
     println!(
         "N = {n}: {} units, {open} above the optimum by the matching bound, {closed} of them \
-         closed by their own cut bound; mean gap lowered by {:.1}",
+         closed by their own cut bound; mean gap lowered by {:.1}; {seconds:.1} s deriving",
         frontier.len(),
         gain as f64 / open.max(1) as f64
     );
     ExitCode::SUCCESS
 }
 
+/// Prints each exact unit's root node of N as one JSON line: its path, bound, fixed pairs
+/// and live edges (for measuring other bounds on the same nodes outside grind).
 fn dump_units(n: u32) -> ExitCode {
     let sieve = match Sieve::from_params(SieveParams::exact(n)) {
         Ok(s) => s,
@@ -293,11 +351,7 @@ fn dump_units(n: u32) -> ExitCode {
     for path in frontier {
         let node = searcher.node_at(&path).expect("a unit names a node");
         let g = searcher.graph();
-        let fixed: Vec<(u32, u32)> = node
-            .pairs()
-            .into_iter()
-            .filter(|p| node.is_fixed(p.0))
-            .collect();
+        let fixed = node.fixed_pairs();
         let live: Vec<(u32, u32)> = (2..=n)
             .flat_map(|x| {
                 node.live_edges(g, x)

@@ -5,7 +5,7 @@
 //! cycle is branched on in different subtrees.
 //!
 //! `cargo bench -p grind-shared --bench sieve_tree [-- N... [--table FILE] [--candidates C]
-//! [--top K] [--regions R]]` (default N = 400, table `../records/a019312.txt`, 8 candidates,
+//! [--top K] [--regions R]]` (default N = 400, table `records/a019312.txt`, 8 candidates,
 //! top 10, region bound off; `--regions R` prices up to R disjoint cycles a node; `--cluster`
 //! turns cluster branching on; `--cuts` also bounds every node by the Lagrangian bound of
 //! cluster cuts, `Searcher::set_cut_penalties`). `-- N --dump A,B,...` prints the root
@@ -17,8 +17,8 @@
 
 use std::time::Instant;
 
-use grind_shared::problems::sieve::cuts;
 use grind_shared::problems::sieve::search::{Observer, Searcher};
+use grind_shared::problems::sieve::{cuts, table};
 
 /// The matching bound and the cut bound at the root for N = from, from + step, ..., to.
 fn root_bounds(from: u32, to: u32, step: u32, terms: &[i64]) {
@@ -63,19 +63,14 @@ fn main() {
         .skip(1)
         .filter(|a| a != "--bench")
         .collect();
-    let table = flag(&mut args, "--table").unwrap_or_else(|| "../records/a019312.txt".into());
+    let table = flag(&mut args, "--table").unwrap_or_else(|| table::PUBLISHED_TABLE.into());
     let candidates: usize = flag(&mut args, "--candidates").map_or(8, |c| c.parse().expect("C"));
     let top: usize = flag(&mut args, "--top").map_or(10, |c| c.parse().expect("K"));
     let regions: usize = flag(&mut args, "--regions").map_or(0, |c| c.parse().expect("R"));
     let cluster = args.iter().any(|a| a == "--cluster");
     let with_cuts = args.iter().any(|a| a == "--cuts");
     args.retain(|a| a != "--cluster" && a != "--cuts");
-    let terms: Vec<i64> = std::fs::read_to_string(&table)
-        .expect("table")
-        .lines()
-        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
-        .map(|l| l.trim().parse().expect("a term"))
-        .collect();
+    let terms = table::read_terms(&table).expect("the table");
     if let Some(from) = flag(&mut args, "--root-bounds") {
         let to: u32 = args.first().map_or(1000, |t| t.parse().expect("B"));
         let step: u32 = args.get(1).map_or(50, |t| t.parse().expect("STEP"));

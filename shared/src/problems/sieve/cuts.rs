@@ -45,7 +45,7 @@ use super::certificate::{CertCut, Certificate};
 use super::matching::{Graph, Matching, Scratch};
 use super::regions::any_acyclic_assignment;
 
-/// Most rounds of cut finding.
+/// Most rounds of cut finding at the root.
 const MAX_ROUNDS: usize = 40;
 
 /// A cluster cut: at most `numbers.len() - 1` edges of a game run from `numbers` into
@@ -75,6 +75,27 @@ impl Cut {
     /// True when every bijection of S onto T along edges of `g` has a precedence cycle (so
     /// the cut is valid for every game).
     pub fn is_cluster(&self, g: &Graph) -> bool {
+        self.is_cluster_with(g, &|_, _| true, Vec::new())
+    }
+
+    /// True when the cut is valid for every game of the search node `node`: S and T are free
+    /// numbers there, and every bijection of S onto T along the node's live edges, together
+    /// with its fixed pairs, has a precedence cycle. (A cluster of the whole graph is one of
+    /// every node; a node's exclusions and fixed pairs make more sets clusters.)
+    pub fn is_cluster_at(&self, g: &Graph, node: &Matching) -> bool {
+        self.numbers
+            .iter()
+            .chain(&self.factors)
+            .all(|&v| v <= g.n() && !node.is_fixed(v))
+            && self.is_cluster_with(g, &|k, b| node.is_live(g, k, b), node.fixed_pairs())
+    }
+
+    fn is_cluster_with(
+        &self,
+        g: &Graph,
+        live: &dyn Fn(u32, u32) -> bool,
+        mut chosen: Vec<(u32, u32)>,
+    ) -> bool {
         if self.numbers.len() != self.factors.len()
             || self.numbers.iter().any(|k| self.factors.contains(k))
         {
@@ -84,10 +105,17 @@ impl Cut {
         let options: Vec<Vec<(u32, u32)>> = self
             .numbers
             .iter()
-            .map(|&k| edges.iter().copied().filter(|e| e.0 == k).collect())
+            .map(|&k| {
+                edges
+                    .iter()
+                    .copied()
+                    .filter(|e| e.0 == k && live(e.0, e.1))
+                    .collect()
+            })
             .collect();
-        let (mut chosen, mut used, mut colour) = (Vec::new(), Vec::new(), Vec::new());
-        !any_acyclic_assignment(&options, &mut chosen, 0, &mut used, &mut colour)
+        let fixed = chosen.len();
+        let (mut used, mut colour) = (Vec::new(), Vec::new());
+        !any_acyclic_assignment(&options, &mut chosen, fixed, &mut used, &mut colour)
     }
 }
 
@@ -111,8 +139,22 @@ impl Penalties {
 /// Lowers the weights of `g` by the penalties and adds their offset (see the module docs).
 /// Errors name a cut that is not a cluster of `g`.
 pub fn apply(g: &mut Graph, penalties: &Penalties) -> Result<(), String> {
+    apply_checked(g, penalties, &|g, cut| cut.is_cluster(g))
+}
+
+/// [`apply`] for the games of one search node: each cut need only be a cluster at `node`
+/// ([`Cut::is_cluster_at`]), and the penalized graph bounds that node and its subtree only.
+pub fn apply_at(g: &mut Graph, node: &Matching, penalties: &Penalties) -> Result<(), String> {
+    apply_checked(g, penalties, &|g, cut| cut.is_cluster_at(g, node))
+}
+
+fn apply_checked(
+    g: &mut Graph,
+    penalties: &Penalties,
+    valid: &dyn Fn(&Graph, &Cut) -> bool,
+) -> Result<(), String> {
     for (cut, lambda) in &penalties.cuts {
-        if *lambda < 0 || !cut.is_cluster(g) {
+        if *lambda < 0 || !valid(g, cut) {
             return Err(format!("not a valid cut: {cut:?} with penalty {lambda}"));
         }
         for (big, small) in cut.edges(g) {
@@ -135,31 +177,47 @@ pub fn derive(n: u32, root: &[(u32, u32)]) -> (Penalties, i64) {
 /// are dropped.
 pub fn derive_from(n: u32, root: &[(u32, u32)], cuts: Vec<Cut>) -> (Penalties, i64) {
     let g = Graph::new(n);
+    let node = Matching::new(&g, root, &mut Scratch::default());
+    derive_at(&g, &node, cuts, MAX_ROUNDS)
+}
+
+/// Penalties for the games of one search node (its fixed pairs and excluded edges: cuts
+/// that are clusters there, [`Cut::is_cluster_at`], and the dual LP of its live graph), and
+/// the Lagrangian bound they give that node and its subtree ([`apply_at`]); warm-started
+/// from `cuts` like [`derive_from`], dropping those that are not clusters at the node, with
+/// at most `rounds` rounds of cut finding (each one more LP).
+pub fn derive_at(g: &Graph, node: &Matching, cuts: Vec<Cut>, rounds: usize) -> (Penalties, i64) {
+    let n = g.n();
     let mut cuts: Vec<Cut> = cuts
         .into_iter()
-        .filter(|c| c.numbers.iter().chain(&c.factors).all(|&v| v <= n) && c.is_cluster(&g))
+        .filter(|c| c.is_cluster_at(g, node))
         .collect();
     cuts.sort();
     cuts.dedup();
     let mut penalties = if cuts.is_empty() {
         Penalties::default()
     } else {
-        dual_penalties(n, &cuts).unwrap_or_default()
+        dual_penalties(g, node, &cuts).unwrap_or_default()
     };
     let mut scratch = Scratch::default();
     let mut bound;
     let mut round = 0;
     loop {
-        let mut g = Graph::new(n);
-        apply(&mut g, &penalties).expect("derived cuts are clusters");
-        let m = Matching::new(&g, root, &mut scratch);
-        bound = m.bound();
+        let mut penalized = Graph::new(n);
+        apply_at(&mut penalized, node, &penalties).expect("derived cuts are clusters");
+        let m = node.reweighted(&penalized, &mut scratch);
+        bound = m.matching_bound();
         round += 1;
-        if round > MAX_ROUNDS {
+        if round > rounds {
             break;
         }
         let before = cuts.len();
-        for cut in cycle_clusters(&g, &m.pairs()) {
+        let free: Vec<(u32, u32)> = m
+            .pairs()
+            .into_iter()
+            .filter(|p| !node.is_fixed(p.0))
+            .collect();
+        for cut in cycle_clusters(g, node, &free) {
             if !cuts.contains(&cut) {
                 cuts.push(cut);
             }
@@ -167,7 +225,7 @@ pub fn derive_from(n: u32, root: &[(u32, u32)], cuts: Vec<Cut>) -> (Penalties, i
         if cuts.len() == before {
             break;
         }
-        match dual_penalties(n, &cuts) {
+        match dual_penalties(g, node, &cuts) {
             Some(p) => penalties = p,
             None => break,
         }
@@ -216,8 +274,8 @@ pub fn certify_from(n: u32, cuts: Vec<Cut>) -> Certificate {
 }
 
 /// For each pair, the shortest precedence cycle of `pairs` through it, kept when its numbers
-/// and factors form a cluster of `g`.
-fn cycle_clusters(g: &Graph, pairs: &[(u32, u32)]) -> Vec<Cut> {
+/// and factors form a cluster at `node`.
+fn cycle_clusters(g: &Graph, node: &Matching, pairs: &[(u32, u32)]) -> Vec<Cut> {
     let count = pairs.len();
     let successors: Vec<Vec<usize>> = (0..count)
         .map(|i| {
@@ -260,20 +318,23 @@ fn cycle_clusters(g: &Graph, pairs: &[(u32, u32)]) -> Vec<Cut> {
         };
         cut.numbers.sort_unstable();
         cut.factors.sort_unstable();
-        if !found.contains(&cut) && cut.is_cluster(g) {
+        if !found.contains(&cut) && cut.is_cluster_at(g, node) {
             found.push(cut);
         }
     }
     found
 }
 
-/// The floors of an optimal `z` of the dual LP (module docs), as penalties; `None` if the LP
-/// fails.
-fn dual_penalties(n: u32, cuts: &[Cut]) -> Option<Penalties> {
-    let g = Graph::new(n);
+/// The floors of an optimal `z` of the dual LP (module docs) of the live graph of `node`, as
+/// penalties; `None` if the LP fails.
+fn dual_penalties(g: &Graph, node: &Matching, cuts: &[Cut]) -> Option<Penalties> {
+    let n = g.n();
     let mut lp = Problem::new(OptimizationDirection::Minimize);
     let y: Vec<_> = (0..=n)
-        .map(|v| lp.add_var(if v == 0 { 0.0 } else { 1.0 }, (0.0, f64::INFINITY)))
+        .map(|v| {
+            let cost = if v == 0 || node.is_fixed(v) { 0.0 } else { 1.0 };
+            lp.add_var(cost, (0.0, f64::INFINITY))
+        })
         .collect();
     let z: Vec<_> = cuts
         .iter()
@@ -281,12 +342,12 @@ fn dual_penalties(n: u32, cuts: &[Cut]) -> Option<Penalties> {
         .collect();
     let mut cuts_of: std::collections::HashMap<(u32, u32), Vec<usize>> = Default::default();
     for (i, c) in cuts.iter().enumerate() {
-        for e in c.edges(&g) {
+        for e in c.edges(g) {
             cuts_of.entry(e).or_default().push(i);
         }
     }
     for big in 2..=n {
-        for e in g.edges(big).iter().filter(|e| e.big == big) {
+        for e in node.live_edges(g, big).filter(|e| e.big == big) {
             let mut row: LinearExpr = [(y[big as usize], 1.0), (y[e.other as usize], 1.0)]
                 .into_iter()
                 .collect();

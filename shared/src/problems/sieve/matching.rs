@@ -256,8 +256,9 @@ impl Matching {
         self
     }
 
-    /// The same node under the weights of `g`, solved afresh.
-    fn reweighted(&self, g: &Graph, scratch: &mut Scratch) -> Matching {
+    /// The same node (fixed pairs, excluded edges, removed numbers) under the weights of `g`
+    /// (the same numbers and edges), solved afresh, without a shadow.
+    pub fn reweighted(&self, g: &Graph, scratch: &mut Scratch) -> Matching {
         let mut m = Matching {
             slots: self
                 .slots
@@ -354,6 +355,26 @@ impl Matching {
     pub fn live_edges<'a>(&'a self, g: &'a Graph, x: u32) -> impl Iterator<Item = &'a Edge> + 'a {
         let dead = self.slots[x as usize].dead;
         g.edges(x).iter().filter(move |e| !dead && self.live(e))
+    }
+
+    /// True when the edge (big, small) of `g` is live at this node: both numbers are free and
+    /// the edge is not excluded.
+    pub fn is_live(&self, g: &Graph, big: u32, small: u32) -> bool {
+        let Some(bit) = g.bit_of(big, small) else {
+            return false;
+        };
+        let (b, s) = (&self.slots[big as usize], &self.slots[small as usize]);
+        !b.dead && !s.dead && b.excluded & (1 << bit) == 0
+    }
+
+    /// The fixed pairs as (selected, factor): the pairs every game of this node holds.
+    pub fn fixed_pairs(&self) -> Vec<(u32, u32)> {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter(|(x, s)| s.dead && s.mate != 0 && (s.mate as usize) < *x)
+            .map(|(x, s)| (x as u32, s.mate))
+            .collect()
     }
 
     /// True when `x` belongs to a fixed pair (or was removed).

@@ -106,6 +106,7 @@ pub mod local;
 pub mod matching;
 pub mod regions;
 pub mod search;
+pub mod table;
 pub mod unit;
 
 use clap::Args;

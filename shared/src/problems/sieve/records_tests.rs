@@ -168,11 +168,7 @@ fn the_seed_game_is_optimal_for_1000() {
         .split_whitespace()
         .map(|m| m.parse().expect("a move"))
         .collect();
-    let published: i64 = read("records/a019312.txt")
-        .lines()
-        .filter(|l| !l.starts_with('#'))
-        .nth(999)
-        .and_then(|l| l.trim().parse().ok())
-        .expect("a(1000)");
+    let published: i64 =
+        super::table::parse_terms(&read("records/a019312.txt")).expect("the published table")[999];
     assert_eq!(game::replay(1000, &moves).expect("legal") as i64, published);
 }

@@ -75,7 +75,9 @@
 //! path, with an optional exclusive *limit* path (after a donation); checkpoints are the path
 //! of the next node to evaluate.
 
-use super::cuts::{self, Penalties};
+use std::sync::Arc;
+
+use super::cuts::{self, Cut, Penalties};
 use super::game::order_pairing;
 use super::matching::{Graph, Matching, Scratch};
 use super::regions::{any_acyclic_assignment, RegionBound};
@@ -187,6 +189,12 @@ struct Frame {
     end: usize,
     /// Length of the node's path.
     depth: usize,
+    /// Nodes evaluated before this frame was pushed (its subtree's size is the difference).
+    nodes_before: u64,
+    /// The cuts of the shadow its children inherit ([`Searcher::set_node_cuts`]), and
+    /// whether they were derived at this frame.
+    cuts: Option<Arc<Vec<Cut>>>,
+    cuts_derived: bool,
 }
 
 /// The search over one instance (N). Cheap to clone per unit.
@@ -209,6 +217,11 @@ pub struct Searcher {
     cluster: bool,
     /// The children of the last node evaluated, as strong branching built them.
     prepared: Option<Vec<Matching>>,
+    /// Cut bounds re-derived in the tree: after this many nodes under a frame
+    /// ([`Searcher::set_node_cuts`]).
+    node_cuts_after: Option<u64>,
+    /// Cut bounds derived in the tree so far.
+    cuts_derived: u64,
 }
 
 /// The shape of a searched tree (measurement only: [`Searcher::set_profile`]).
@@ -229,6 +242,10 @@ pub struct TreeProfile {
     /// Branching nodes with a parent (depth > 0).
     pub with_parent: u64,
 }
+
+/// Rounds of cut finding when the node cuts are derived ([`Searcher::set_node_cuts`]):
+/// measured at N = 737 (BENCHMARKS.md), one round prunes more per second than none or 40.
+const NODE_CUT_ROUNDS: usize = 1;
 
 /// Largest prime <= n (n >= 2).
 pub fn largest_prime(n: u32) -> u32 {
@@ -258,6 +275,8 @@ impl Searcher {
             region_cycles: 0,
             cluster: false,
             prepared: None,
+            node_cuts_after: None,
+            cuts_derived: 0,
         }
     }
 
@@ -285,8 +304,26 @@ impl Searcher {
         self.root = self
             .root
             .clone()
-            .with_shadow(std::sync::Arc::new(penalized), &mut self.scratch);
+            .with_shadow(Arc::new(penalized), &mut self.scratch);
         Ok(())
+    }
+
+    /// Cut bounds derived in the tree: once a branching node's subtree has taken `after`
+    /// nodes, the cluster cuts are derived at the node ([`cuts::derive_at`]: clusters of its
+    /// live graph with its fixed pairs, penalties from the dual LP of its live edges,
+    /// warm-started from the cuts its nearest such ancestor derived) and its remaining
+    /// children carry their penalized matching as a shadow ([`Matching::with_shadow`]), so
+    /// that each is bounded by the smaller of the two bounds. Shadows only prune: the tree's
+    /// nodes, and so its paths, stay the same (branching uses the plain matching), and a
+    /// derivation costs about as much as a few thousand nodes, which `after` pays for.
+    /// `None` turns it off.
+    pub fn set_node_cuts(&mut self, after: Option<u64>) {
+        self.node_cuts_after = after;
+    }
+
+    /// Cut bounds derived in the tree so far ([`Searcher::set_node_cuts`]).
+    pub fn cuts_derived(&self) -> u64 {
+        self.cuts_derived
     }
 
     /// Cluster branching: a cycle whose selected numbers cannot all keep a factor among the
@@ -414,7 +451,8 @@ impl Searcher {
         let mut children = Vec::with_capacity(branches.len());
         for i in 0..branches.len() {
             let child = self.child(&mut base, branches, i);
-            let excess = child.bound() - reference;
+            // The plain matching's bound, so that shadows never change the tree.
+            let excess = child.matching_bound() - reference;
             children.push(child);
             if excess >= 0 {
                 cost.0 += 1;
@@ -557,7 +595,7 @@ impl Searcher {
         if !self.find_cycles(m, &mut cycles, 1) {
             return Eval::Leaf(pairs);
         }
-        let fixed: Vec<(u32, u32)> = pairs.iter().copied().filter(|p| m.is_fixed(p.0)).collect();
+        let fixed = m.fixed_pairs();
         if let Some(bar) = best.filter(|_| self.regions.is_some()) {
             // The region bound (see `regions`): prune when the cycles' costs add up to the
             // node's excess over the bar.
@@ -645,6 +683,9 @@ impl Searcher {
                     next: i + 1,
                     end,
                     depth: d,
+                    nodes_before: self.stats.nodes,
+                    cuts: None,
+                    cuts_derived: false,
                 });
             }
         }
@@ -708,6 +749,7 @@ impl Searcher {
                 }
                 Eval::Branch(branches) => {
                     let end = end_under_limit(&path, branches.len(), limit.as_deref());
+                    let cuts = frames.last().and_then(|f| f.cuts.clone());
                     frames.push(Frame {
                         base: node.clone(),
                         branches,
@@ -717,6 +759,9 @@ impl Searcher {
                         next: 0,
                         end,
                         depth: path.len(),
+                        nodes_before: self.stats.nodes,
+                        cuts,
+                        cuts_derived: false,
                     });
                 }
             }
@@ -729,6 +774,13 @@ impl Searcher {
                 if top.next >= top.end {
                     frames.pop();
                     continue;
+                }
+                if self
+                    .node_cuts_after
+                    .is_some_and(|after| self.stats.nodes - top.nodes_before >= after)
+                    && !top.cuts_derived
+                {
+                    self.derive_cuts(top)?;
                 }
                 let i = top.next;
                 top.next += 1;
@@ -746,6 +798,26 @@ impl Searcher {
                 break;
             }
         }
+    }
+
+    /// Derives the cut bound at `frame`'s base (see [`Searcher::set_node_cuts`]) and makes it
+    /// the shadow of its remaining children (those strong branching built are rebuilt).
+    fn derive_cuts(&mut self, frame: &mut Frame) -> Result<(), String> {
+        frame.cuts_derived = true;
+        self.cuts_derived += 1;
+        let seeds = frame.cuts.as_deref().cloned().unwrap_or_default();
+        let (penalties, _) = cuts::derive_at(&self.graph, &frame.base, seeds, NODE_CUT_ROUNDS);
+        let mut penalized = Graph::new(self.n());
+        cuts::apply_at(&mut penalized, &frame.base, &penalties)?;
+        frame.cuts = Some(Arc::new(
+            penalties.cuts.into_iter().map(|(c, _)| c).collect(),
+        ));
+        frame.base = frame
+            .base
+            .clone()
+            .with_shadow(Arc::new(penalized), &mut self.scratch);
+        frame.prepared.clear();
+        Ok(())
     }
 
     /// Hands the untried children of the shallowest frame that has some to the observer.
@@ -1077,6 +1149,150 @@ mod tests {
         }
     }
 
+    /// Starts from a bar; records every path the search evaluates (with a check interval of
+    /// 1, each node's path is checkpointed before it is evaluated) and each game it reports
+    /// with the path of its leaf.
+    struct Trail {
+        bar: RefCell<i64>,
+        paths: RefCell<Vec<Vec<u16>>>,
+        found: RefCell<Vec<(Vec<u16>, Vec<u32>)>>,
+    }
+
+    impl Trail {
+        fn new(bar: i64) -> Trail {
+            Trail {
+                bar: RefCell::new(bar),
+                paths: RefCell::default(),
+                found: RefCell::default(),
+            }
+        }
+    }
+
+    impl Observer for Trail {
+        fn bound(&self) -> Option<i64> {
+            Some(*self.bar.borrow())
+        }
+        fn found(&self, moves: &[u32], score: i64) {
+            *self.bar.borrow_mut() = score;
+            let path = self.paths.borrow().last().cloned().unwrap_or_default();
+            self.found.borrow_mut().push((path, moves.to_vec()));
+        }
+        fn checkpoint(&self, path: &[u16]) {
+            self.paths.borrow_mut().push(path.to_vec());
+        }
+    }
+
+    /// An exact campaign's searcher for `n` (strong branching from `reference`, cluster
+    /// branching, the region bound) with node cuts after `after` nodes, checking its
+    /// observer at every node.
+    fn campaign_searcher(n: u32, reference: i64, after: Option<u64>) -> Searcher {
+        let mut s = Searcher::new(n);
+        s.set_strong_branching(Some(reference), 8);
+        s.set_cluster_branching(true);
+        s.set_region_bound(4);
+        s.set_node_cuts(after);
+        s.set_check_interval(1);
+        s
+    }
+
+    #[test]
+    fn shadows_never_change_the_branching() {
+        // Strong branching weighs children by the plain matching's bound, so a node with a
+        // cut shadow (derived at the node itself, as the node cuts do) branches exactly as
+        // the same node without one: the tree, and so every path, stays the same.
+        // References: the published optima (A019312: N = 150 -> 7137, 200 -> 12648).
+        let mut tighter = 0;
+        for (n, reference) in [(150u32, 7137i64), (200, 12648)] {
+            let mut s = campaign_searcher(n, reference, None);
+            let mut open: Vec<Vec<u16>> = vec![Vec::new()];
+            while let Some(path) = open.pop() {
+                let node = s.node_at(&path).unwrap();
+                let (penalties, _) = cuts::derive_at(&s.graph, &node, Vec::new(), 40);
+                let mut penalized = Graph::new(n);
+                cuts::apply_at(&mut penalized, &node, &penalties).unwrap();
+                let shadowed = node
+                    .clone()
+                    .with_shadow(Arc::new(penalized), &mut s.scratch);
+                if shadowed.bound() < node.bound() {
+                    tighter += 1;
+                }
+                match (s.evaluate(&node, None), s.evaluate(&shadowed, None)) {
+                    (Eval::Branch(plain), Eval::Branch(cut)) => {
+                        assert_eq!(plain, cut, "n = {n}, path {path:?}");
+                        if path.len() < 3 {
+                            open.extend((0..plain.len()).map(|i| {
+                                let mut child = path.clone();
+                                child.push(i as u16);
+                                child
+                            }));
+                        }
+                    }
+                    (Eval::Leaf(plain), Eval::Leaf(cut)) => assert_eq!(plain, cut),
+                    _ => panic!("n = {n}, path {path:?}: a leaf with one bound only"),
+                }
+            }
+        }
+        assert!(tighter >= 10, "{tighter} nodes with a tighter shadow");
+    }
+
+    #[test]
+    fn clusters_at_a_node_see_its_fixed_pairs_and_exclusions() {
+        let g = Graph::new(30);
+        let mut scratch = Scratch::default();
+        // S = {10, 15}, T = {2, 5}: the one bijection (10, 2), (15, 5) is acyclic (5 | 10,
+        // 2 does not divide 15), so not a cluster of the whole graph...
+        let cut = Cut {
+            numbers: vec![10, 15],
+            factors: vec![2, 5],
+        };
+        let root = Matching::new(&g, &[(29, 1)], &mut scratch);
+        assert!(!cut.is_cluster(&g) && !cut.is_cluster_at(&g, &root));
+        // ...but with (6, 3) fixed it closes a cycle: 2 | 6 puts (10, 2) before (6, 3),
+        // 3 | 15 puts (6, 3) before (15, 5), and 5 | 10 puts (15, 5) before (10, 2).
+        let fixed = Matching::new(&g, &[(29, 1), (6, 3)], &mut scratch);
+        assert!(cut.is_cluster_at(&g, &fixed));
+        // A number of a fixed pair is in no cut of the node.
+        let fixed_member = Matching::new(&g, &[(29, 1), (10, 5)], &mut scratch);
+        assert!(!cut.is_cluster_at(&g, &fixed_member));
+        // S = {6, 10}, T = {2, 3}: the bijections (6, 3), (10, 2) (acyclic: 2 | 6 only) and
+        // (6, 2), (10, ?) (10 / 3 is not whole): no cluster; with the edge (6, 3) excluded
+        // no bijection is left, and the empty set of them has no acyclic member.
+        let two = Cut {
+            numbers: vec![6, 10],
+            factors: vec![2, 3],
+        };
+        assert!(!two.is_cluster_at(&g, &root));
+        let mut excluded = root.clone();
+        excluded.exclude(&g, 6, 3, &mut scratch);
+        assert!(two.is_cluster_at(&g, &excluded));
+    }
+
+    #[test]
+    fn node_cuts_prune_more_of_the_same_tree() {
+        // With the published optimum as the bar (A019312: N = 300 -> 28691), the node cuts
+        // derive bounds below the root and the search proves it in fewer nodes (measured:
+        // 13 against 67), every one of them a node of the plain tree under the same path.
+        for (n, optimum) in [(300u32, 28691i64)] {
+            let mut plain = campaign_searcher(n, optimum, None);
+            let mut cut = campaign_searcher(n, optimum, Some(0));
+            let (p, c) = (Trail::new(optimum), Trail::new(optimum));
+            assert_eq!(plain.search(&[], None, None, &p), Ok(SearchEnd::Done));
+            assert_eq!(cut.search(&[], None, None, &c), Ok(SearchEnd::Done));
+            assert!(cut.cuts_derived() > 0, "n = {n}");
+            let (p, c) = (p.paths.into_inner(), c.paths.into_inner());
+            assert!(
+                c.len() < p.len(),
+                "n = {n}: {} nodes, plain {}",
+                c.len(),
+                p.len()
+            );
+            let mut plain_paths = p.iter();
+            for path in &c {
+                assert!(plain_paths.any(|q| q == path), "n = {n}: {path:?}");
+            }
+        }
+    }
+
     #[test]
     fn largest_primes() {
         assert_eq!(largest_prime(2), 2);
@@ -1218,11 +1434,7 @@ mod tests {
                 }
                 s.find_cycles(&node, &mut cycles, 8);
                 let cycles = cycles.found;
-                let fixed: Vec<(u32, u32)> = pairs
-                    .iter()
-                    .copied()
-                    .filter(|p| node.is_fixed(p.0))
-                    .collect();
+                let fixed = node.fixed_pairs();
                 let sets: Vec<Vec<u32>> = cycles
                     .iter()
                     .map(|c| c.iter().flat_map(|&(a, b)| [a, b]).collect())
@@ -1282,7 +1494,7 @@ mod tests {
         }
 
         /// Cut penalties ([`Searcher::set_cut_penalties`]) only tighten bounds: the optimum
-        /// stays the plain search's, and without strong branching in no more nodes.
+        /// stays the plain search's, found in no more nodes.
         #[test]
         fn cut_penalties_never_change_the_optimum(n in 2u32..130, strong in proptest::bool::ANY) {
             let mut plain = Searcher::new(n);
@@ -1297,9 +1509,31 @@ mod tests {
             s.root.check(&s.graph).unwrap();
             proptest::prop_assert!(s.root_bound() <= plain.root_bound());
             proptest::prop_assert_eq!(Best::optimum(&mut s), want);
-            if !strong {
-                // The same tree, pruned sooner (strong branching may choose other cycles).
-                proptest::prop_assert!(s.stats().nodes <= plain.stats().nodes);
+            // The same tree, pruned sooner.
+            proptest::prop_assert!(s.stats().nodes <= plain.stats().nodes);
+        }
+
+        /// Node cuts ([`Searcher::set_node_cuts`]) only prune: from a bar just below the
+        /// optimum the search still finds it, evaluates only nodes of the plain tree, and
+        /// each game it reports is the leaf its path names in the plain tree (so units,
+        /// checkpoints and donations name the same nodes with and without them).
+        #[test]
+        fn node_cuts_only_prune(n in 2u32..120, after in 0u64..12, offset in -100i64..100) {
+            let want = Best::optimum(&mut Searcher::new(n));
+            let mut plain = campaign_searcher(n, want + offset, None);
+            let mut cut = campaign_searcher(n, want + offset, Some(after));
+            let (p, c) = (Trail::new(want - 1), Trail::new(want - 1));
+            plain.search(&[], None, None, &p).unwrap();
+            cut.search(&[], None, None, &c).unwrap();
+            proptest::prop_assert_eq!(*c.bar.borrow(), want);
+            let (p, c, found) = (p.paths.into_inner(), c.paths.into_inner(), c.found.into_inner());
+            let mut plain_paths = p.iter();
+            for path in &c {
+                proptest::prop_assert!(plain_paths.any(|q| q == path), "{:?}", path);
+            }
+            for (path, moves) in found {
+                let leaf = plain.node_at(&path).unwrap();
+                proptest::prop_assert_eq!(order_pairing(n, &leaf.pairs()), Some(moves));
             }
         }
     }

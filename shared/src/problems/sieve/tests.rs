@@ -458,13 +458,7 @@ fn recorded() -> Vec<(u32, i64, i64, Vec<u64>)> {
 
 /// The published A019312 table (`records/a019312.txt`): term i is a(i + 1).
 fn published() -> Vec<i64> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../records/a019312.txt");
-    std::fs::read_to_string(path)
-        .expect("records/a019312.txt")
-        .lines()
-        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
-        .map(|l| l.trim().parse().expect("a term"))
-        .collect()
+    super::table::read_terms(super::table::PUBLISHED_TABLE).expect("the published table")
 }
 
 #[test]
