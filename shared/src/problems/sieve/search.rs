@@ -292,9 +292,8 @@ impl Searcher {
     /// Bounds every node also by the Lagrangian bound of cluster cuts ([`super::cuts`]):
     /// each node's matching carries a shadow matching of the penalized graph, kept in step,
     /// and a node's bound is the smaller of the two. Branching, leaves and the region bound
-    /// still use the plain matching: without strong branching the tree stays the same and
-    /// is pruned sooner; strong branching weighs children by the tighter bounds and may
-    /// choose other cycles. Measured (`benches/sieve_tree.rs --cuts`, BENCHMARKS.md): with
+    /// (strong branching included) still use the plain matching, so the tree stays the same
+    /// and is pruned sooner. Measured (`benches/sieve_tree.rs --cuts`, BENCHMARKS.md): with
     /// penalties fixed at the root, 16-26% fewer nodes at N = 500 and 561 but 35-43% more
     /// time, since every node keeps two matchings; exact campaigns leave it off. Errors
     /// name a cut that is not a cluster.
