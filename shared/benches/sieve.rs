@@ -28,7 +28,8 @@
 //! `cargo bench -p grind-shared --bench sieve -- --unit-search N PATH AFTER` searches one
 //! exact unit (PATH: child indices, comma-separated) with the published optimum as the bar
 //! and node cuts after AFTER nodes under a branching node (`Searcher::set_node_cuts`; `none`
-//! turns them off), and prints its nodes, cut derivations and seconds.
+//! turns them off), and prints its nodes, cut derivations and seconds. A fifth word `warm`
+//! keeps the cut LP warm down the tree instead (`Searcher::set_warm_lp`).
 //!
 //! `cargo bench -p grind-shared --bench sieve -- --record A B COMMIT` proves every N in
 //! A..=B and prints one `records/sieve.tsv` row per N (value, root bound, units, nodes, CPU
@@ -87,6 +88,7 @@ fn main() -> ExitCode {
         let sieve = Sieve::from_params(SieveParams::exact(n)).expect("parameters");
         let mut searcher = sieve.exact_searcher();
         searcher.set_node_cuts(after);
+        searcher.set_warm_lp(args.get(at + 4).is_some_and(|a| a == "warm"));
         let start = Instant::now();
         searcher
             .search(&path, None, None, &Bar(terms[n as usize - 1]))

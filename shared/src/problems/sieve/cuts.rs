@@ -187,6 +187,18 @@ pub fn derive_from(n: u32, root: &[(u32, u32)], cuts: Vec<Cut>) -> (Penalties, i
 /// from `cuts` like [`derive_from`], dropping those that are not clusters at the node, with
 /// at most `rounds` rounds of cut finding (each one more LP).
 pub fn derive_at(g: &Graph, node: &Matching, cuts: Vec<Cut>, rounds: usize) -> (Penalties, i64) {
+    let (penalties, bound, _) = derive_all_at(g, node, cuts, rounds);
+    (penalties, bound)
+}
+
+/// [`derive_at`], also returning every cut its rounds found (a penalty of 0 at this node
+/// included: a pool for the nodes below, [`super::warm_lp`]).
+pub fn derive_all_at(
+    g: &Graph,
+    node: &Matching,
+    cuts: Vec<Cut>,
+    rounds: usize,
+) -> (Penalties, i64, Vec<Cut>) {
     let n = g.n();
     let mut cuts: Vec<Cut> = cuts
         .into_iter()
@@ -230,7 +242,7 @@ pub fn derive_at(g: &Graph, node: &Matching, cuts: Vec<Cut>, rounds: usize) -> (
             None => break,
         }
     }
-    (penalties, bound)
+    (penalties, bound, cuts)
 }
 
 /// A checkable certificate ([`super::certificate`]) of the Lagrangian root bound with (P, 1)

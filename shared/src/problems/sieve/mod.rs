@@ -108,6 +108,7 @@ pub mod regions;
 pub mod search;
 pub mod table;
 pub mod unit;
+pub mod warm_lp;
 
 use clap::Args;
 use serde::{Deserialize, Serialize};

@@ -81,6 +81,7 @@ use super::cuts::{self, Cut, Penalties};
 use super::game::order_pairing;
 use super::matching::{Graph, Matching, Scratch};
 use super::regions::{any_acyclic_assignment, RegionBound};
+use super::warm_lp::NodeLp;
 
 /// What the search tells its caller and asks it.
 pub trait Observer {
@@ -195,6 +196,9 @@ struct Frame {
     /// whether they were derived at this frame.
     cuts: Option<Arc<Vec<Cut>>>,
     cuts_derived: bool,
+    /// The cut LP solved at the nearest deriving frame (this one or above), when the LP is
+    /// kept warm ([`Searcher::set_warm_lp`]).
+    lp: Option<Arc<NodeLp>>,
 }
 
 /// The search over one instance (N). Cheap to clone per unit.
@@ -222,6 +226,8 @@ pub struct Searcher {
     node_cuts_after: Option<u64>,
     /// Cut bounds derived in the tree so far.
     cuts_derived: u64,
+    /// Node cuts re-optimize the nearest deriving ancestor's LP instead of deriving anew.
+    warm_lp: bool,
 }
 
 /// The shape of a searched tree (measurement only: [`Searcher::set_profile`]).
@@ -246,6 +252,9 @@ pub struct TreeProfile {
 /// Rounds of cut finding when the node cuts are derived ([`Searcher::set_node_cuts`]):
 /// measured at N = 737 (BENCHMARKS.md), one round prunes more per second than none or 40.
 const NODE_CUT_ROUNDS: usize = 1;
+
+/// Rounds of cut finding where a warm LP is first built ([`Searcher::set_warm_lp`]).
+const WARM_LP_ROUNDS: usize = 40;
 
 /// Largest prime <= n (n >= 2).
 pub fn largest_prime(n: u32) -> u32 {
@@ -277,6 +286,7 @@ impl Searcher {
             prepared: None,
             node_cuts_after: None,
             cuts_derived: 0,
+            warm_lp: false,
         }
     }
 
@@ -318,6 +328,15 @@ impl Searcher {
     /// a node), so exact campaigns leave it off (BENCHMARKS.md). `None` turns it off.
     pub fn set_node_cuts(&mut self, after: Option<u64>) {
         self.node_cuts_after = after;
+    }
+
+    /// Node cuts from one LP kept warm down the tree ([`super::warm_lp`]): the first
+    /// deriving node on a path (one whose subtree took the nodes [`Searcher::set_node_cuts`]
+    /// asks) derives its cuts in full, and every branching node below it re-optimizes its
+    /// nearest deriving ancestor's LP for its own live edges instead of deriving anew (the
+    /// cuts stay those of the first node).
+    pub fn set_warm_lp(&mut self, on: bool) {
+        self.warm_lp = on;
     }
 
     /// Cut bounds derived in the tree so far ([`Searcher::set_node_cuts`]).
@@ -685,6 +704,7 @@ impl Searcher {
                     nodes_before: self.stats.nodes,
                     cuts: None,
                     cuts_derived: false,
+                    lp: None,
                 });
             }
         }
@@ -749,6 +769,7 @@ impl Searcher {
                 Eval::Branch(branches) => {
                     let end = end_under_limit(&path, branches.len(), limit.as_deref());
                     let cuts = frames.last().and_then(|f| f.cuts.clone());
+                    let lp = frames.last().and_then(|f| f.lp.clone());
                     frames.push(Frame {
                         base: node.clone(),
                         branches,
@@ -761,6 +782,7 @@ impl Searcher {
                         nodes_before: self.stats.nodes,
                         cuts,
                         cuts_derived: false,
+                        lp,
                     });
                 }
             }
@@ -774,10 +796,12 @@ impl Searcher {
                     frames.pop();
                     continue;
                 }
-                if self
-                    .node_cuts_after
-                    .is_some_and(|after| self.stats.nodes - top.nodes_before >= after)
-                    && !top.cuts_derived
+                // A frame under a warm LP re-optimizes it at once (a few pivots); one
+                // without derives from scratch only once its subtree has grown.
+                if self.node_cuts_after.is_some_and(|after| {
+                    self.stats.nodes - top.nodes_before >= after
+                        || (self.warm_lp && top.lp.is_some())
+                }) && !top.cuts_derived
                 {
                     self.derive_cuts(top)?;
                 }
@@ -804,8 +828,27 @@ impl Searcher {
     fn derive_cuts(&mut self, frame: &mut Frame) -> Result<(), String> {
         frame.cuts_derived = true;
         self.cuts_derived += 1;
-        let seeds = frame.cuts.as_deref().cloned().unwrap_or_default();
-        let (penalties, _) = cuts::derive_at(&self.graph, &frame.base, seeds, NODE_CUT_ROUNDS);
+        let penalties = if self.warm_lp {
+            let lp = match frame.lp.as_deref() {
+                Some(above) => above.at(&self.graph, &frame.base),
+                None => {
+                    let (_, _, pool) =
+                        cuts::derive_all_at(&self.graph, &frame.base, Vec::new(), WARM_LP_ROUNDS);
+                    NodeLp::build(&self.graph, &frame.base, &pool)
+                }
+            };
+            match lp {
+                Some(lp) => {
+                    let penalties = lp.penalties();
+                    frame.lp = Some(Arc::new(lp));
+                    penalties
+                }
+                None => Penalties::default(),
+            }
+        } else {
+            let seeds = frame.cuts.as_deref().cloned().unwrap_or_default();
+            cuts::derive_at(&self.graph, &frame.base, seeds, NODE_CUT_ROUNDS).0
+        };
         let mut penalized = Graph::new(self.n());
         cuts::apply_at(&mut penalized, &frame.base, &penalties)?;
         frame.cuts = Some(Arc::new(
@@ -1270,10 +1313,12 @@ mod tests {
     fn node_cuts_prune_more_of_the_same_tree() {
         // With the published optimum as the bar (A019312: N = 300 -> 28691), the node cuts
         // derive bounds below the root and the search proves it in fewer nodes (measured:
-        // 13 against 67), every one of them a node of the plain tree under the same path.
-        for (n, optimum) in [(300u32, 28691i64)] {
+        // 13 against 67), every one of them a node of the plain tree under the same path;
+        // so does the LP kept warm down the tree.
+        for (n, optimum, warm) in [(300u32, 28691i64, false), (300, 28691, true)] {
             let mut plain = campaign_searcher(n, optimum, None);
             let mut cut = campaign_searcher(n, optimum, Some(0));
+            cut.set_warm_lp(warm);
             let (p, c) = (Trail::new(optimum), Trail::new(optimum));
             assert_eq!(plain.search(&[], None, None, &p), Ok(SearchEnd::Done));
             assert_eq!(cut.search(&[], None, None, &c), Ok(SearchEnd::Done));
@@ -1517,10 +1562,16 @@ mod tests {
         /// each game it reports is the leaf its path names in the plain tree (so units,
         /// checkpoints and donations name the same nodes with and without them).
         #[test]
-        fn node_cuts_only_prune(n in 2u32..120, after in 0u64..12, offset in -100i64..100) {
+        fn node_cuts_only_prune(
+            n in 2u32..120,
+            after in 0u64..12,
+            offset in -100i64..100,
+            warm in proptest::bool::ANY,
+        ) {
             let want = Best::optimum(&mut Searcher::new(n));
             let mut plain = campaign_searcher(n, want + offset, None);
             let mut cut = campaign_searcher(n, want + offset, Some(after));
+            cut.set_warm_lp(warm);
             let (p, c) = (Trail::new(want - 1), Trail::new(want - 1));
             plain.search(&[], None, None, &p).unwrap();
             cut.search(&[], None, None, &c).unwrap();
