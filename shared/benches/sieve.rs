@@ -94,9 +94,11 @@ fn main() -> ExitCode {
             .search(&path, None, None, &Bar(terms[n as usize - 1]))
             .expect("search");
         println!(
-            "N = {n} unit {path:?} node cuts after {after:?}: {} nodes, {} derived, {:.1} s",
+            "N = {n} unit {path:?} node cuts after {after:?}: {} nodes, {} derived, \
+             {:?} warm pivots and edits, {:.1} s",
             searcher.stats().nodes,
             searcher.cuts_derived(),
+            searcher.warm_work(),
             start.elapsed().as_secs_f64()
         );
         return ExitCode::SUCCESS;

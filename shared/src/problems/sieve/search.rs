@@ -228,6 +228,8 @@ pub struct Searcher {
     cuts_derived: u64,
     /// Node cuts re-optimize the nearest deriving ancestor's LP instead of deriving anew.
     warm_lp: bool,
+    /// Pivots and edits of the warm re-optimizations so far.
+    warm_work: (u64, u64),
 }
 
 /// The shape of a searched tree (measurement only: [`Searcher::set_profile`]).
@@ -287,6 +289,7 @@ impl Searcher {
             node_cuts_after: None,
             cuts_derived: 0,
             warm_lp: false,
+            warm_work: (0, 0),
         }
     }
 
@@ -342,6 +345,12 @@ impl Searcher {
     /// Cut bounds derived in the tree so far ([`Searcher::set_node_cuts`]).
     pub fn cuts_derived(&self) -> u64 {
         self.cuts_derived
+    }
+
+    /// Simplex pivots and LP edits of the warm re-optimizations so far
+    /// ([`Searcher::set_warm_lp`]).
+    pub fn warm_work(&self) -> (u64, u64) {
+        self.warm_work
     }
 
     /// Cluster branching: a cycle whose selected numbers cannot all keep a factor among the
@@ -830,7 +839,11 @@ impl Searcher {
         self.cuts_derived += 1;
         let penalties = if self.warm_lp {
             let lp = match frame.lp.as_deref() {
-                Some(above) => above.at(&self.graph, &frame.base),
+                Some(above) => above.at(&self.graph, &frame.base).inspect(|lp| {
+                    let (before, after) = (above.work(), lp.work());
+                    self.warm_work.0 += after.0 - before.0;
+                    self.warm_work.1 += after.1 - before.1;
+                }),
                 None => {
                     let (_, _, pool) =
                         cuts::derive_all_at(&self.graph, &frame.base, Vec::new(), WARM_LP_ROUNDS);

@@ -54,6 +54,8 @@ pub struct NodeLp {
     gone: Vec<bool>,
     /// What the edits add to the objective (dropped rows' slacks, gone numbers' `y`).
     offset: f64,
+    /// Edits (`fix_var` calls) since the LP was built, down this path.
+    edits: u64,
 }
 
 impl NodeLp {
@@ -114,6 +116,7 @@ impl NodeLp {
             y,
             gone,
             offset: 0.0,
+            edits: 0,
         })
     }
 
@@ -125,12 +128,14 @@ impl NodeLp {
         let mut columns = self.columns.clone();
         let mut gone = self.gone.clone();
         let mut offset = self.offset;
+        let mut edits = self.edits;
         let mut solution = self.solution.clone();
         for v in 1..=g.n() {
             if !gone[v as usize] && node.is_fixed(v) {
                 // Every row at v holds with y_v = N (no weight exceeds N).
                 gone[v as usize] = true;
                 offset += f64::from(g.n());
+                edits += 1;
                 solution = solution
                     .fix_var(self.y[v as usize], f64::from(g.n()))
                     .ok()?
@@ -146,6 +151,7 @@ impl NodeLp {
             if !node.is_live(g, row.big, row.small) {
                 row.dropped = true;
                 offset += SLACK_COST * f64::from(row.big);
+                edits += 1;
                 solution = solution
                     .fix_var(row.slack, f64::from(row.big))
                     .ok()?
@@ -160,6 +166,7 @@ impl NodeLp {
             let members = column.cut.numbers.iter().chain(&column.cut.factors);
             if members.into_iter().any(|&v| node.is_fixed(v)) {
                 column.valid = false;
+                edits += 1;
                 solution = solution.fix_var(column.z, 0.0).ok()?.into_solution().ok()?;
             }
         }
@@ -170,6 +177,7 @@ impl NodeLp {
             y: self.y.clone(),
             gone,
             offset,
+            edits,
         })
     }
 
@@ -177,6 +185,12 @@ impl NodeLp {
     /// costs taken off).
     pub fn value(&self) -> f64 {
         self.solution.objective() - self.offset
+    }
+
+    /// Simplex pivots and edits (`fix_var` calls) since the LP was built, down this path
+    /// (measurement: what a warm derivation costs).
+    pub fn work(&self) -> (u64, u64) {
+        (self.solution.stats().lp_iterations, self.edits)
     }
 
     /// The floors of the LP's `z` as penalties (valid cuts only).
