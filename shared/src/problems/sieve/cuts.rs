@@ -39,7 +39,7 @@
 //! stop when the matching shows no new cluster. The LP runs in floating point, but nothing
 //! rests on it: the cuts are checked exactly and the penalties are integers.
 
-use microlp::{ComparisonOp, LinearExpr, OptimizationDirection, Problem};
+use microlp::{ComparisonOp, LinearExpr, OptimizationDirection, Problem, Variable};
 
 use super::certificate::{CertCut, Certificate};
 use super::matching::{Graph, Matching, Scratch};
@@ -337,42 +337,74 @@ fn cycle_clusters(g: &Graph, node: &Matching, pairs: &[(u32, u32)]) -> Vec<Cut> 
     found
 }
 
+/// The dual LP (module docs) of the live graph of `node` with `cuts`, unsolved.
+pub(super) struct DualLp {
+    /// The LP.
+    pub problem: Problem,
+    /// `y_v` per number v (index v; 0 unused).
+    pub y: Vec<Variable>,
+    /// `z_c` per cut, in the order given.
+    pub z: Vec<Variable>,
+    /// Each edge row as (big, small, its slack when asked for).
+    pub rows: Vec<(u32, u32, Option<Variable>)>,
+}
+
+impl DualLp {
+    /// Builds the LP; with `slack_cost`, each edge row gets a slack `>= 0` of that cost
+    /// ([`super::warm_lp`] drops a row by fixing it).
+    pub(super) fn new(g: &Graph, node: &Matching, cuts: &[Cut], slack_cost: Option<f64>) -> Self {
+        let n = g.n();
+        let mut problem = Problem::new(OptimizationDirection::Minimize);
+        let y: Vec<Variable> = (0..=n)
+            .map(|v| {
+                let cost = if v == 0 || node.is_fixed(v) { 0.0 } else { 1.0 };
+                problem.add_var(cost, (0.0, f64::INFINITY))
+            })
+            .collect();
+        let z: Vec<Variable> = cuts
+            .iter()
+            .map(|c| problem.add_var(c.numbers.len() as f64 - 1.0, (0.0, f64::INFINITY)))
+            .collect();
+        let mut cuts_of: std::collections::HashMap<(u32, u32), Vec<usize>> = Default::default();
+        for (i, c) in cuts.iter().enumerate() {
+            for e in c.edges(g) {
+                cuts_of.entry(e).or_default().push(i);
+            }
+        }
+        let mut rows = Vec::new();
+        for big in 2..=n {
+            for e in node.live_edges(g, big).filter(|e| e.big == big) {
+                let mut row: LinearExpr = [(y[big as usize], 1.0), (y[e.other as usize], 1.0)]
+                    .into_iter()
+                    .collect();
+                for &i in cuts_of.get(&(big, e.other)).into_iter().flatten() {
+                    row.add(z[i], 1.0);
+                }
+                let slack = slack_cost.map(|cost| problem.add_var(cost, (0.0, f64::INFINITY)));
+                if let Some(s) = slack {
+                    row.add(s, 1.0);
+                }
+                problem.add_constraint(row, ComparisonOp::Ge, f64::from(big));
+                rows.push((big, e.other, slack));
+            }
+        }
+        DualLp {
+            problem,
+            y,
+            z,
+            rows,
+        }
+    }
+}
+
 /// The floors of an optimal `z` of the dual LP (module docs) of the live graph of `node`, as
 /// penalties; `None` if the LP fails.
 fn dual_penalties(g: &Graph, node: &Matching, cuts: &[Cut]) -> Option<Penalties> {
-    let n = g.n();
-    let mut lp = Problem::new(OptimizationDirection::Minimize);
-    let y: Vec<_> = (0..=n)
-        .map(|v| {
-            let cost = if v == 0 || node.is_fixed(v) { 0.0 } else { 1.0 };
-            lp.add_var(cost, (0.0, f64::INFINITY))
-        })
-        .collect();
-    let z: Vec<_> = cuts
-        .iter()
-        .map(|c| lp.add_var(c.numbers.len() as f64 - 1.0, (0.0, f64::INFINITY)))
-        .collect();
-    let mut cuts_of: std::collections::HashMap<(u32, u32), Vec<usize>> = Default::default();
-    for (i, c) in cuts.iter().enumerate() {
-        for e in c.edges(g) {
-            cuts_of.entry(e).or_default().push(i);
-        }
-    }
-    for big in 2..=n {
-        for e in node.live_edges(g, big).filter(|e| e.big == big) {
-            let mut row: LinearExpr = [(y[big as usize], 1.0), (y[e.other as usize], 1.0)]
-                .into_iter()
-                .collect();
-            for &i in cuts_of.get(&(big, e.other)).into_iter().flatten() {
-                row.add(z[i], 1.0);
-            }
-            lp.add_constraint(row, ComparisonOp::Ge, f64::from(big));
-        }
-    }
-    let solution = lp.solve().ok()?.into_solution().ok()?;
+    let lp = DualLp::new(g, node, cuts, None);
+    let solution = lp.problem.solve().ok()?.into_solution().ok()?;
     let cuts = cuts
         .iter()
-        .zip(&z)
+        .zip(&lp.z)
         .filter_map(|(c, &var)| {
             let lambda = (solution[var] + 1e-6).floor() as i32;
             (lambda > 0).then(|| (c.clone(), lambda))

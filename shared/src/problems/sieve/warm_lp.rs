@@ -13,9 +13,9 @@
 //! checks exactly (each cut a cluster at the node, each penalty an integer >= 0) before the
 //! integer matching of the penalized graph bounds the node.
 
-use microlp::{ComparisonOp, LinearExpr, OptimizationDirection, Problem, Solution, Variable};
+use microlp::{Solution, Variable};
 
-use super::cuts::{Cut, Penalties};
+use super::cuts::{Cut, DualLp, Penalties};
 use super::matching::{Graph, Matching};
 
 /// Cost of an edge row's slack: above every row dual (at most 1), so a free slack is 0 in
@@ -63,51 +63,28 @@ impl NodeLp {
     /// node). `None` if the LP fails.
     pub fn build(g: &Graph, node: &Matching, cuts: &[Cut]) -> Option<NodeLp> {
         let n = g.n();
-        let mut lp = Problem::new(OptimizationDirection::Minimize);
-        let y: Vec<Variable> = (0..=n)
-            .map(|v| {
-                let cost = if v == 0 || node.is_fixed(v) { 0.0 } else { 1.0 };
-                lp.add_var(cost, (0.0, f64::INFINITY))
-            })
-            .collect();
-        let columns: Vec<Column> = cuts
+        let lp = DualLp::new(g, node, cuts, Some(SLACK_COST));
+        let columns = cuts
             .iter()
-            .map(|c| Column {
+            .zip(&lp.z)
+            .map(|(c, &z)| Column {
                 cut: c.clone(),
-                z: lp.add_var(c.numbers.len() as f64 - 1.0, (0.0, f64::INFINITY)),
+                z,
                 valid: true,
             })
             .collect();
-        let mut cuts_of: std::collections::HashMap<(u32, u32), Vec<usize>> = Default::default();
-        for (i, c) in cuts.iter().enumerate() {
-            for e in c.edges(g) {
-                cuts_of.entry(e).or_default().push(i);
-            }
-        }
-        let mut rows = Vec::new();
-        for big in 2..=n {
-            for e in node.live_edges(g, big).filter(|e| e.big == big) {
-                let slack = lp.add_var(SLACK_COST, (0.0, f64::INFINITY));
-                let mut row: LinearExpr = [
-                    (y[big as usize], 1.0),
-                    (y[e.other as usize], 1.0),
-                    (slack, 1.0),
-                ]
-                .into_iter()
-                .collect();
-                for &i in cuts_of.get(&(big, e.other)).into_iter().flatten() {
-                    row.add(columns[i].z, 1.0);
-                }
-                lp.add_constraint(row, ComparisonOp::Ge, f64::from(big));
-                rows.push(Row {
-                    big,
-                    small: e.other,
-                    slack,
-                    dropped: false,
-                });
-            }
-        }
-        let solution = lp.solve().ok()?.into_solution().ok()?;
+        let rows = lp
+            .rows
+            .iter()
+            .map(|&(big, small, slack)| Row {
+                big,
+                small,
+                slack: slack.expect("rows built with slacks"),
+                dropped: false,
+            })
+            .collect();
+        let y = lp.y;
+        let solution = lp.problem.solve().ok()?.into_solution().ok()?;
         let gone = (0..=n).map(|v| v == 0 || node.is_fixed(v)).collect();
         Some(NodeLp {
             solution,
