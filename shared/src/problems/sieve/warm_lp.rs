@@ -2,12 +2,14 @@
 //!
 //! A child node's LP is its parent's with rows dropped: the edges the child excluded, and
 //! every edge at a number it fixed. So the parent's optimum stays feasible for the child,
-//! and re-optimizing from it takes a few pivots where a fresh solve takes the whole LP
-//! (about 0.1 s at N = 737). microlp re-optimizes warm after `fix_var`, so each edge row
-//! carries a slack `s_e >= 0` of cost 2: while `s_e` is free it is 0 in every optimum (the
-//! row's dual is a matching value, at most 1, so raising a `y` is cheaper), and fixing it
-//! at the edge's weight drops the row (it then always holds) at a constant cost that moves
-//! no optimum. A cut that stops being a cluster at the node gets `z_c` fixed at 0.
+//! and re-optimizing from it takes tens of pivots (39 a node at N = 737, BENCHMARKS.md)
+//! where a fresh solve takes the whole LP (about 0.1 s there). microlp re-optimizes warm
+//! after `fix_var`, so each edge row carries a slack `s_e >= 0` of cost 2: while `s_e` is
+//! free it is 0 in every optimum (the row's dual is a matching value, at most 1, so raising
+//! a `y` is cheaper), and fixing it at the edge's weight drops the row (it then always
+//! holds) at a constant cost that moves no optimum. All rows of a fixed number are dropped
+//! at once by fixing its `y` at N (no weight exceeds N). A cut that stops being a cluster at
+//! the node (one of its numbers or factors fixed) gets `z_c` fixed at 0.
 //!
 //! Nothing rests on the LP: its `z` only proposes penalties, which [`super::cuts::apply_at`]
 //! checks exactly (each cut a cluster at the node, each penalty an integer >= 0) before the
