@@ -23,7 +23,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::time::Instant;
 
-use grind_shared::problems::sieve::cuts::{self, Cut};
+use grind_shared::problems::sieve::cuts::{self, Cut, DualLp};
 use grind_shared::problems::sieve::matching::{Graph, Matching, Scratch};
 use grind_shared::problems::sieve::regions::is_acyclic;
 use grind_shared::problems::sieve::search::Searcher;
@@ -128,36 +128,15 @@ fn fits(
 /// The cut LP's optimum (floating point) over the root's live graph with `cuts`, each with
 /// its right-hand side.
 fn lp_value(g: &Graph, node: &Matching, cuts: &[(Cut, usize)]) -> f64 {
-    let n = g.n();
-    let mut lp = Problem::new(OptimizationDirection::Minimize);
-    let y: Vec<_> = (0..=n)
-        .map(|v| {
-            let cost = if v == 0 || node.is_fixed(v) { 0.0 } else { 1.0 };
-            lp.add_var(cost, (0.0, f64::INFINITY))
-        })
-        .collect();
-    let z: Vec<_> = cuts
-        .iter()
-        .map(|(_, r)| lp.add_var(*r as f64, (0.0, f64::INFINITY)))
-        .collect();
-    let mut cuts_of: HashMap<(u32, u32), Vec<usize>> = HashMap::new();
-    for (i, (c, _)) in cuts.iter().enumerate() {
-        for e in c.edges(g) {
-            cuts_of.entry(e).or_default().push(i);
-        }
-    }
-    for big in 2..=n {
-        for e in node.live_edges(g, big).filter(|e| e.big == big) {
-            let mut row: LinearExpr = [(y[big as usize], 1.0), (y[e.other as usize], 1.0)]
-                .into_iter()
-                .collect();
-            for &i in cuts_of.get(&(big, e.other)).into_iter().flatten() {
-                row.add(z[i], 1.0);
-            }
-            lp.add_constraint(row, ComparisonOp::Ge, f64::from(big));
-        }
-    }
-    let solution = lp.solve().expect("cut LP").into_solution().expect("solved");
+    let rhs: HashMap<&Cut, usize> = cuts.iter().map(|(c, r)| (c, *r)).collect();
+    let plain: Vec<Cut> = cuts.iter().map(|(c, _)| c.clone()).collect();
+    let lp = DualLp::with_rhs(g, node, &plain, |c| rhs[c], None);
+    let solution = lp
+        .problem
+        .solve()
+        .expect("cut LP")
+        .into_solution()
+        .expect("solved");
     solution.objective() + node.fixed_score() as f64
 }
 

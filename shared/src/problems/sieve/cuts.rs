@@ -338,7 +338,7 @@ fn cycle_clusters(g: &Graph, node: &Matching, pairs: &[(u32, u32)]) -> Vec<Cut> 
 }
 
 /// The dual LP (module docs) of the live graph of `node` with `cuts`, unsolved.
-pub(super) struct DualLp {
+pub struct DualLp {
     /// The LP.
     pub problem: Problem,
     /// `y_v` per number v (index v; 0 unused).
@@ -352,7 +352,19 @@ pub(super) struct DualLp {
 impl DualLp {
     /// Builds the LP; with `slack_cost`, each edge row gets a slack `>= 0` of that cost
     /// ([`super::warm_lp`] drops a row by fixing it).
-    pub(super) fn new(g: &Graph, node: &Matching, cuts: &[Cut], slack_cost: Option<f64>) -> Self {
+    pub fn new(g: &Graph, node: &Matching, cuts: &[Cut], slack_cost: Option<f64>) -> Self {
+        Self::with_rhs(g, node, cuts, |c| c.numbers.len() - 1, slack_cost)
+    }
+
+    /// [`DualLp::new`] with each cut's right-hand side (the most edges a game has in it)
+    /// given by `rhs` instead of |S| - 1 (a measurement of other cut families).
+    pub fn with_rhs(
+        g: &Graph,
+        node: &Matching,
+        cuts: &[Cut],
+        rhs: impl Fn(&Cut) -> usize,
+        slack_cost: Option<f64>,
+    ) -> Self {
         let n = g.n();
         let mut problem = Problem::new(OptimizationDirection::Minimize);
         let y: Vec<Variable> = (0..=n)
@@ -363,7 +375,7 @@ impl DualLp {
             .collect();
         let z: Vec<Variable> = cuts
             .iter()
-            .map(|c| problem.add_var(c.numbers.len() as f64 - 1.0, (0.0, f64::INFINITY)))
+            .map(|c| problem.add_var(rhs(c) as f64, (0.0, f64::INFINITY)))
             .collect();
         let mut cuts_of: std::collections::HashMap<(u32, u32), Vec<usize>> = Default::default();
         for (i, c) in cuts.iter().enumerate() {
