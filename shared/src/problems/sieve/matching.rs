@@ -168,6 +168,28 @@ pub struct Scratch {
     epoch: u32,
     outer_list: Vec<u32>,
     inner_list: Vec<u32>,
+    /// Numbers outside the tree next to it: the smallest slack of their live edges into the
+    /// tree's outer nodes (plus the duals moved so far, see [`Matching::settle`]), and which
+    /// outer node (index in `outer_list`) and edge (index in its edge list) first had it.
+    near: Vec<Near>,
+    near_list: Vec<u32>,
+    /// Numbers of `near_list` whose edge into the tree just became tight.
+    tight: Vec<u32>,
+    /// Tests: settle by rescanning the whole tree after every move of the duals (the
+    /// reference [`Matching::settle`] must agree with exactly).
+    #[cfg(test)]
+    rescan: bool,
+}
+
+/// A number next to the alternating tree (see [`Scratch::near`]).
+#[derive(Clone, Copy, Debug, Default)]
+struct Near {
+    /// `epoch` when the entry was last written (older entries are void).
+    stamp: u32,
+    /// Slack plus the duals moved before it was measured.
+    slack: i64,
+    /// Index of the outer node in `outer_list`, then of the edge in its edge list.
+    via: (u32, u32),
 }
 
 impl Scratch {
@@ -176,18 +198,37 @@ impl Scratch {
             self.stamp = vec![0; size];
             self.inner = vec![false; size];
             self.parent = vec![0; size];
+            self.near = vec![Near::default(); size];
             self.epoch = 0;
         }
         self.epoch = self.epoch.wrapping_add(1);
         if self.epoch == 0 {
             self.stamp.iter_mut().for_each(|s| *s = 0);
+            self.near.iter_mut().for_each(|n| n.stamp = 0);
             self.epoch = 1;
         }
         self.outer_list.clear();
         self.inner_list.clear();
+        self.near_list.clear();
     }
     fn in_tree(&self, v: u32) -> bool {
         self.stamp[v as usize] == self.epoch
+    }
+    /// Records an edge from the outer node at `via.0` to `v` (outside the tree) whose slack
+    /// plus the duals moved so far is `slack`; the first edge with the smallest slack wins.
+    fn note_near(&mut self, v: u32, slack: i64, via: (u32, u32)) {
+        let near = &mut self.near[v as usize];
+        if near.stamp != self.epoch {
+            *near = Near {
+                stamp: self.epoch,
+                slack,
+                via,
+            };
+            self.near_list.push(v);
+        } else if slack < near.slack {
+            near.slack = slack;
+            near.via = via;
+        }
     }
 }
 
@@ -441,6 +482,14 @@ impl Matching {
 
     /// Repairs the complementary slackness of `r` (exposed with a positive dual) by one
     /// Hungarian search rooted at `r`.
+    ///
+    /// The tree grows along tight edges in a fixed order (outer nodes in the order they
+    /// joined, each one's edges in graph order). When it cannot grow, the duals move by the
+    /// smallest slack, and the edges that became tight join in the order a fresh scan of
+    /// the outer nodes would meet them. Each number next to the tree keeps its smallest
+    /// slack and the first edge that has it ([`Scratch::note_near`]), so no outer node is
+    /// scanned twice; the result is the same matching as rescanning the whole tree after
+    /// every move of the duals (the search's paths depend on it).
     fn settle(&mut self, g: &Graph, r: u32, sc: &mut Scratch) {
         {
             let s = &self.slots[r as usize];
@@ -448,54 +497,52 @@ impl Matching {
                 return;
             }
         }
+        #[cfg(test)]
+        if sc.rescan {
+            return tests::settle_by_rescanning(self, g, r, sc);
+        }
         sc.reset(self.slots.len());
         let epoch = sc.epoch;
         sc.stamp[r as usize] = epoch;
         sc.inner[r as usize] = false;
         sc.outer_list.push(r);
         let mut scanned = 0usize;
+        // The duals moved so far: a stored slack less this is the edge's slack now.
+        let mut moved = 0i64;
         loop {
             // Grow the tree along tight edges.
             while scanned < sc.outer_list.len() {
+                let at = scanned as u32;
                 let o = sc.outer_list[scanned];
                 scanned += 1;
                 let yo = self.slots[o as usize].y;
-                for e in g.edges(o) {
+                for (index, e) in g.edges(o).iter().enumerate() {
                     let v = e.other;
                     if sc.stamp[v as usize] == epoch || !self.live(e) {
                         continue;
                     }
-                    let sv = self.slots[v as usize];
-                    if yo + sv.y != e.weight {
+                    let slack = yo + self.slots[v as usize].y - e.weight;
+                    if slack != 0 {
+                        sc.note_near(v, i64::from(slack) + moved, (at, index as u32));
                         continue;
                     }
-                    if sv.mate == 0 {
-                        self.flip(sc, o, v, r);
+                    if self.attach(sc, o, v, r) {
                         return;
                     }
-                    sc.stamp[v as usize] = epoch;
-                    sc.inner[v as usize] = true;
-                    sc.parent[v as usize] = o;
-                    sc.inner_list.push(v);
-                    let m = sv.mate;
-                    sc.stamp[m as usize] = epoch;
-                    sc.inner[m as usize] = false;
-                    sc.outer_list.push(m);
                 }
             }
             // No augmenting path: move the duals.
-            let mut delta = i32::MAX;
+            let mut delta = i64::MAX;
             for &o in &sc.outer_list {
-                let yo = self.slots[o as usize].y;
-                delta = delta.min(yo);
-                for e in g.edges(o) {
-                    let v = e.other;
-                    if sc.in_tree(v) || !self.live(e) {
-                        continue;
-                    }
-                    delta = delta.min(yo + self.slots[v as usize].y - e.weight);
+                delta = delta.min(i64::from(self.slots[o as usize].y));
+            }
+            for &v in &sc.near_list {
+                if !sc.in_tree(v) {
+                    delta = delta.min(sc.near[v as usize].slack - moved);
                 }
             }
+            moved += delta;
+            let delta = delta as i32;
             for &o in &sc.outer_list {
                 self.slots[o as usize].y -= delta;
             }
@@ -516,9 +563,49 @@ impl Matching {
                 }
                 return;
             }
-            // New tight edges appeared: scan everything again.
-            scanned = 0;
+            // The edges that became tight, in the order a scan of the tree would meet them.
+            let mut tight = std::mem::take(&mut sc.tight);
+            tight.clear();
+            tight.extend(
+                sc.near_list
+                    .iter()
+                    .copied()
+                    .filter(|&v| !sc.in_tree(v) && sc.near[v as usize].slack == moved),
+            );
+            tight.sort_unstable_by_key(|&v| sc.near[v as usize].via);
+            let mut done = false;
+            for &v in &tight {
+                let o = sc.outer_list[sc.near[v as usize].via.0 as usize];
+                if self.attach(sc, o, v, r) {
+                    done = true;
+                    break;
+                }
+            }
+            sc.tight = tight;
+            if done {
+                return;
+            }
         }
+    }
+
+    /// Adds `v` (outside the tree, on a tight edge from the outer node `o`) to the tree:
+    /// augments and returns true when `v` is exposed, else makes `v` inner and its mate
+    /// outer.
+    fn attach(&mut self, sc: &mut Scratch, o: u32, v: u32, r: u32) -> bool {
+        let m = self.slots[v as usize].mate;
+        if m == 0 {
+            self.flip(sc, o, v, r);
+            return true;
+        }
+        let epoch = sc.epoch;
+        sc.stamp[v as usize] = epoch;
+        sc.inner[v as usize] = true;
+        sc.parent[v as usize] = o;
+        sc.inner_list.push(v);
+        sc.stamp[m as usize] = epoch;
+        sc.inner[m as usize] = false;
+        sc.outer_list.push(m);
+        false
     }
 
     /// Matches `o` (an outer tree node) with `v` and flips the tree path from `o` up to the
@@ -591,6 +678,98 @@ impl Matching {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The Hungarian search of [`Matching::settle`] as first written: after every move of
+    /// the duals, the whole tree is scanned again for tight edges.
+    pub(super) fn settle_by_rescanning(m: &mut Matching, g: &Graph, r: u32, sc: &mut Scratch) {
+        sc.reset(m.slots.len());
+        let epoch = sc.epoch;
+        sc.stamp[r as usize] = epoch;
+        sc.outer_list.push(r);
+        let mut scanned = 0usize;
+        loop {
+            while scanned < sc.outer_list.len() {
+                let o = sc.outer_list[scanned];
+                scanned += 1;
+                let yo = m.slots[o as usize].y;
+                for e in g.edges(o) {
+                    let v = e.other;
+                    if sc.stamp[v as usize] == epoch || !m.live(e) {
+                        continue;
+                    }
+                    if yo + m.slots[v as usize].y == e.weight && m.attach(sc, o, v, r) {
+                        return;
+                    }
+                }
+            }
+            let mut delta = i32::MAX;
+            for &o in &sc.outer_list {
+                let yo = m.slots[o as usize].y;
+                delta = delta.min(yo);
+                for e in g.edges(o) {
+                    if !sc.in_tree(e.other) && m.live(e) {
+                        delta = delta.min(yo + m.slots[e.other as usize].y - e.weight);
+                    }
+                }
+            }
+            for &o in &sc.outer_list {
+                m.slots[o as usize].y -= delta;
+            }
+            for &i in &sc.inner_list {
+                m.slots[i as usize].y += delta;
+            }
+            if let Some(&o) = sc.outer_list.iter().find(|&&o| m.slots[o as usize].y == 0) {
+                if o != r {
+                    let i = m.slots[o as usize].mate;
+                    m.slots[o as usize].mate = 0;
+                    let parent = sc.parent[i as usize];
+                    m.flip(sc, parent, i, r);
+                }
+                return;
+            }
+            scanned = 0;
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+        /// The settle that keeps slacks finds exactly the matching and duals of the one that
+        /// rescans the tree (the search's trees, and so its paths, depend on them), under
+        /// any sequence of exclusions and fixes.
+        #[test]
+        fn settle_agrees_with_rescanning_exactly(
+            n in 30u32..260,
+            ops in proptest::collection::vec((proptest::bool::weighted(0.8), 0usize..10_000), 1..60),
+        ) {
+            let g = Graph::new(n);
+            let mut fast_sc = Scratch::default();
+            let mut slow_sc = Scratch { rescan: true, ..Scratch::default() };
+            let mut fast = Matching::new(&g, &[], &mut fast_sc);
+            let mut slow = Matching::new(&g, &[], &mut slow_sc);
+            for (exclude, pick) in ops {
+                let live: Vec<(u32, u32)> = (2..=n)
+                    .flat_map(|x| fast.live_edges(&g, x).filter(move |e| e.big == x))
+                    .map(|e| (e.big, e.other))
+                    .collect();
+                if live.is_empty() {
+                    break;
+                }
+                let (big, small) = live[pick % live.len()];
+                if exclude {
+                    fast.exclude(&g, big, small, &mut fast_sc);
+                    slow.exclude(&g, big, small, &mut slow_sc);
+                } else {
+                    fast.fix(&g, big, small, &mut fast_sc);
+                    slow.fix(&g, big, small, &mut slow_sc);
+                }
+                fast.check(&g).unwrap();
+                for x in 1..=n {
+                    proptest::prop_assert_eq!(fast.mate(x), slow.mate(x), "mate of {}", x);
+                    proptest::prop_assert_eq!(fast.dual(x), slow.dual(x), "dual of {}", x);
+                }
+            }
+        }
+    }
 
     /// Maximum-weight matching by exhaustive search over the edges (tiny graphs only).
     fn brute(g: &Graph, alive: &[bool], excluded: &[(u32, u32)]) -> i64 {

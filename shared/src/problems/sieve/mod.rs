@@ -37,7 +37,7 @@
 //! the fixed score + the matching; an acyclic matching ("pair i before j when i's factor divides
 //! j's number") is the node's optimum (a leaf); otherwise a precedence cycle is chosen and child
 //! i fixes its non-fixed pairs e_0..e_{i-1} and excludes e_i. Exact campaigns branch strongly
-//! (`Sieve::exact_searcher`): up to 8 cycles are tried (each the one with the fewest non-fixed
+//! (`Sieve::exact_searcher`): up to 16 cycles are tried (each the one with the fewest non-fixed
 //! pairs through a cycle found without the pairs of those before), each child's bound computed,
 //! and the cycle with the fewest children whose bound reaches the starting game's score (then
 //! the least excess) is taken; the reference is a function of N, so the splitter, units and
@@ -46,7 +46,7 @@
 //! node's games that resolves both "rotations" at once), weighed like a partition. [`regions`]
 //! lowers a node's bound by what resolving up to 8 disjoint cycles must cost, priced from the
 //! matching's reduced costs by a small exact search per cycle (it only prunes). Both are on in
-//! exact campaigns (solver version 5; proofs in the modules' docs); `benches/sieve_tree.rs`
+//! exact campaigns (solver version 6; proofs in the modules' docs); `benches/sieve_tree.rs`
 //! measures a proof tree's shape. [`cuts`] derives *cluster cuts* (numbers S and factors T whose
 //! every bijection is cyclic: a game has at most |S| - 1 edges from S into T) from the root
 //! matching's cycles, with integer Lagrangian penalties from the dual LP (`microlp`): the
@@ -142,8 +142,10 @@ pub fn probe_nodes(n: u32) -> u64 {
 }
 
 /// Candidate cycles tried at each branching node of an exact search (strong branching,
-/// [`Searcher::set_strong_branching`]).
-pub const STRONG_CANDIDATES: usize = 8;
+/// [`Searcher::set_strong_branching`]). 16 instead of 8 (solver version 6) takes 1.3 to 2.3
+/// times less CPU on whole proofs of N = 700 to 740, the hardest gaining most; 32 gives the
+/// same tree as 16 at N = 738 (BENCHMARKS.md, "Strong branching's candidates").
+pub const STRONG_CANDIDATES: usize = 16;
 
 /// Disjoint cycles the region bound prices at each node of an exact search
 /// ([`Searcher::set_region_bound`]).
@@ -255,7 +257,8 @@ impl ProblemDef for Sieve {
     // 4: exact searches branch on the best of several cycles (strong branching).
     // 5: exact searches may also branch on a cycle's cluster (which selected number leaves
     //    the cycle's factors), and prune by the region bound: other trees, other paths.
-    const SOLVER_VERSION: u32 = 5;
+    // 6: exact searches weigh 16 candidate cycles at each branching node instead of 8.
+    const SOLVER_VERSION: u32 = 6;
     type Params = SieveParams;
 
     fn from_params(params: SieveParams) -> Result<Self, ProblemError> {

@@ -1001,6 +1001,11 @@ struct CycleFinder {
     deque: std::collections::VecDeque<usize>,
     /// Per pair of the current call: 1 if it is not fixed (a cycle's cost counts these).
     cost: Vec<u32>,
+    /// The precedence successors of each pair of the current call, in the order of their
+    /// numbers (pair i's are `successors[first[i]..first[i + 1]]`), for the searches of
+    /// [`CycleFinder::cheapest_through`].
+    first: Vec<u32>,
+    successors: Vec<u32>,
 }
 
 impl CycleFinder {
@@ -1014,7 +1019,32 @@ impl CycleFinder {
             parent: Vec::new(),
             deque: std::collections::VecDeque::new(),
             cost: Vec::new(),
+            first: Vec::new(),
+            successors: Vec::new(),
         }
+    }
+
+    /// Fills `first` and `successors` for `pairs` (`pair_of` must be filled): pair j
+    /// follows pair i when i's factor divides j's number.
+    fn list_successors(&mut self, pairs: &[(u32, u32)]) {
+        let n = self.pair_of.len() as u32 - 1;
+        self.first.clear();
+        self.successors.clear();
+        for (i, &(_, b)) in pairs.iter().enumerate() {
+            self.first.push(self.successors.len() as u32);
+            if b <= 1 {
+                continue;
+            }
+            let mut m = 2 * b;
+            while m <= n {
+                let j = self.pair_of[m as usize];
+                m += b;
+                if j != u32::MAX && j as usize != i {
+                    self.successors.push(j);
+                }
+            }
+        }
+        self.first.push(self.successors.len() as u32);
     }
 
     /// A cycle as pair indices in precedence order, if any.
@@ -1076,11 +1106,14 @@ impl CycleFinder {
                 let cost_of = |c: &[usize]| c.iter().map(|&i| costs[i] as usize).sum::<usize>();
                 let mut best: (usize, Vec<usize>) = (cost_of(&cycle), cycle);
                 let starts = best.1.clone();
+                if best.0 > 1 {
+                    self.list_successors(pairs);
+                }
                 for start in starts {
                     if best.0 <= 1 {
                         break;
                     }
-                    if let Some(c) = self.cheapest_through(start, pairs, &costs) {
+                    if let Some(c) = self.cheapest_through(start, &costs) {
                         let cost = cost_of(&c);
                         if cost < best.0 {
                             best = (cost, c);
@@ -1099,15 +1132,9 @@ impl CycleFinder {
 
     /// The cycle through `start` with the fewest non-fixed pairs (0-1 breadth-first search
     /// over the precedence edges, `cost[i]` = 1 for a non-fixed pair i, 0 for a fixed one);
-    /// `pair_of` must be filled.
-    fn cheapest_through(
-        &mut self,
-        start: usize,
-        pairs: &[(u32, u32)],
-        cost: &[u32],
-    ) -> Option<Vec<usize>> {
-        let n = self.pair_of.len() as u32 - 1;
-        let count = pairs.len();
+    /// the successors must be listed ([`CycleFinder::list_successors`]).
+    fn cheapest_through(&mut self, start: usize, cost: &[u32]) -> Option<Vec<usize>> {
+        let count = cost.len();
         self.dist.clear();
         self.dist.resize(count, u32::MAX);
         self.parent.clear();
@@ -1122,18 +1149,8 @@ impl CycleFinder {
             if closing.is_some_and(|(c, _)| d >= c) {
                 continue;
             }
-            let b = pairs[i].1;
-            if b <= 1 {
-                continue;
-            }
-            let mut m = 2 * b;
-            while m <= n {
-                let j = self.pair_of[m as usize];
-                m += b;
-                if j == u32::MAX || j as usize == i {
-                    continue;
-                }
-                let j = j as usize;
+            for at in self.first[i]..self.first[i + 1] {
+                let j = self.successors[at as usize] as usize;
                 let nd = d + cost[j];
                 if j == start {
                     if closing.is_none_or(|(c, _)| nd < c) {
