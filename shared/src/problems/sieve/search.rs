@@ -151,10 +151,47 @@ impl Child {
 /// one at a time, each without the non-fixed pairs of those before it.
 struct Cycles {
     found: Vec<Vec<(u32, u32)>>,
-    /// The pairs the next cycle is looked for among.
-    left: Vec<(u32, u32)>,
+    /// The node's pairs (fixed and matched).
+    pairs: Vec<(u32, u32)>,
+    /// Which of `pairs` the next cycle is looked for among (the pairs to branch on of the
+    /// cycles found so far are out).
+    left: Vec<bool>,
+    /// The precedence successors of `pairs`, listed on first use.
+    successors: Option<Successors>,
+    /// Per pair, 2 once a search has found no cycle reachable from it. Taking pairs out
+    /// of `left` creates no cycle, so such a pair stays done for the searches after.
+    done: Vec<u8>,
     /// No further cycle.
     exhausted: bool,
+}
+
+impl Cycles {
+    /// No cycle found yet among `pairs`.
+    fn new(pairs: Vec<(u32, u32)>) -> Cycles {
+        Cycles {
+            found: Vec::new(),
+            left: vec![true; pairs.len()],
+            done: vec![0; pairs.len()],
+            pairs,
+            successors: None,
+            exhausted: false,
+        }
+    }
+}
+
+/// The precedence edges among a node's pairs: pair j follows pair i when i's factor divides
+/// j's number; pair i's successors are `list[first[i]..first[i + 1]]`, in the order of their
+/// numbers.
+#[derive(Debug, Default)]
+struct Successors {
+    first: Vec<u32>,
+    list: Vec<u32>,
+}
+
+impl Successors {
+    fn of(&self, i: usize) -> &[u32] {
+        &self.list[self.first[i] as usize..self.first[i + 1] as usize]
+    }
 }
 
 /// A cycle's non-fixed pairs as a partition: child i fixes e_0..e_{i-1} and excludes e_i.
@@ -451,10 +488,18 @@ impl Searcher {
         self.strong = reference.map(|r| (r, candidates.max(1)));
     }
 
-    /// The non-fixed pairs of a precedence cycle among `pairs` (in branching order),
-    /// if there is one.
-    fn cycle_branches(&mut self, m: &Matching, pairs: &[(u32, u32)]) -> Option<Vec<(u32, u32)>> {
-        let cycle = self.cycles.find(pairs, &|i| m.is_fixed(pairs[i].0))?;
+    /// The non-fixed pairs of a precedence cycle among the pairs `cycles` has left (in
+    /// branching order), if there is one.
+    fn cycle_branches(&mut self, m: &Matching, cycles: &mut Cycles) -> Option<Vec<(u32, u32)>> {
+        let pairs = &cycles.pairs;
+        let successors = cycles
+            .successors
+            .get_or_insert_with(|| self.cycles.list_successors(pairs));
+        let cycle = self
+            .cycles
+            .find(pairs, successors, &cycles.left, &mut cycles.done, &|i| {
+                m.is_fixed(pairs[i].0)
+            })?;
         let mut branches: Vec<(u32, u32)> = cycle
             .into_iter()
             .map(|i| pairs[i])
@@ -498,9 +543,11 @@ impl Searcher {
     fn find_cycles(&mut self, m: &Matching, cycles: &mut Cycles, count: usize) -> bool {
         while cycles.found.len() < count && !cycles.exhausted {
             if let Some(last) = cycles.found.last() {
-                cycles.left.retain(|p| !last.contains(p));
+                for (left, p) in cycles.left.iter_mut().zip(&cycles.pairs) {
+                    *left &= !last.contains(p);
+                }
             }
-            match self.cycle_branches(m, &cycles.left) {
+            match self.cycle_branches(m, cycles) {
                 Some(c) => cycles.found.push(c),
                 None => cycles.exhausted = true,
             }
@@ -613,14 +660,9 @@ impl Searcher {
         if best.is_some_and(|b| m.bound() <= b) {
             return Eval::Pruned;
         }
-        let pairs = m.pairs();
-        let mut cycles = Cycles {
-            found: Vec::new(),
-            left: pairs.clone(),
-            exhausted: false,
-        };
+        let mut cycles = Cycles::new(m.pairs());
         if !self.find_cycles(m, &mut cycles, 1) {
-            return Eval::Leaf(pairs);
+            return Eval::Leaf(cycles.pairs);
         }
         let fixed = m.fixed_pairs();
         if let Some(bar) = best.filter(|_| self.regions.is_some()) {
@@ -642,7 +684,7 @@ impl Searcher {
             }
         }
         match Some(self.choose_branches(m, &fixed, &mut cycles)) {
-            None => Eval::Leaf(pairs),
+            None => Eval::Leaf(cycles.pairs),
             Some(mut branches) => {
                 if let Some(seed) = self.shuffle.as_mut() {
                     self.prepared = None;
@@ -992,7 +1034,6 @@ fn end_under_limit(path: &[u16], count: usize, limit: Option<&[u16]>) -> usize {
 struct CycleFinder {
     /// Pair index by selected number (u32::MAX = none).
     pair_of: Vec<u32>,
-    colour: Vec<u8>,
     stack: Vec<(usize, u32)>,
     /// Refine the cycle found to the cheapest one through its pairs.
     shortest: bool,
@@ -1001,37 +1042,34 @@ struct CycleFinder {
     deque: std::collections::VecDeque<usize>,
     /// Per pair of the current call: 1 if it is not fixed (a cycle's cost counts these).
     cost: Vec<u32>,
-    /// The precedence successors of each pair of the current call, in the order of their
-    /// numbers (pair i's are `successors[first[i]..first[i + 1]]`), for the searches of
-    /// [`CycleFinder::cheapest_through`].
-    first: Vec<u32>,
-    successors: Vec<u32>,
 }
 
 impl CycleFinder {
     fn new(n: u32) -> CycleFinder {
         CycleFinder {
             pair_of: vec![u32::MAX; n as usize + 1],
-            colour: Vec::new(),
             stack: Vec::new(),
             shortest: true,
             dist: Vec::new(),
             parent: Vec::new(),
             deque: std::collections::VecDeque::new(),
             cost: Vec::new(),
-            first: Vec::new(),
-            successors: Vec::new(),
         }
     }
 
-    /// Fills `first` and `successors` for `pairs` (`pair_of` must be filled): pair j
-    /// follows pair i when i's factor divides j's number.
-    fn list_successors(&mut self, pairs: &[(u32, u32)]) {
+    /// The precedence successors of each of `pairs` (found by walking the multiples of
+    /// its factor).
+    fn list_successors(&mut self, pairs: &[(u32, u32)]) -> Successors {
         let n = self.pair_of.len() as u32 - 1;
-        self.first.clear();
-        self.successors.clear();
+        for (i, &(a, _)) in pairs.iter().enumerate() {
+            self.pair_of[a as usize] = i as u32;
+        }
+        let mut successors = Successors {
+            first: Vec::with_capacity(pairs.len() + 1),
+            list: Vec::new(),
+        };
         for (i, &(_, b)) in pairs.iter().enumerate() {
-            self.first.push(self.successors.len() as u32);
+            successors.first.push(successors.list.len() as u32);
             if b <= 1 {
                 continue;
             }
@@ -1040,42 +1078,53 @@ impl CycleFinder {
                 let j = self.pair_of[m as usize];
                 m += b;
                 if j != u32::MAX && j as usize != i {
-                    self.successors.push(j);
+                    successors.list.push(j);
                 }
             }
         }
-        self.first.push(self.successors.len() as u32);
+        successors.first.push(successors.list.len() as u32);
+        for &(a, _) in pairs {
+            self.pair_of[a as usize] = u32::MAX;
+        }
+        successors
     }
 
-    /// A cycle as pair indices in precedence order, if any.
-    fn find(&mut self, pairs: &[(u32, u32)], fixed: &dyn Fn(usize) -> bool) -> Option<Vec<usize>> {
-        let n = self.pair_of.len() as u32 - 1;
-        for (i, &(a, _)) in pairs.iter().enumerate() {
-            self.pair_of[a as usize] = i as u32;
+    /// A cycle among the pairs `left` (indices into `pairs`) in precedence order, if any.
+    /// `colour` holds 2 for the pairs an earlier search among a superset of `left` found no
+    /// cycle reachable from (a depth-first search would find none now either, and would
+    /// only mark them done again, so the cycle found is the same as from scratch); it is
+    /// updated for the next search.
+    fn find(
+        &mut self,
+        pairs: &[(u32, u32)],
+        successors: &Successors,
+        left: &[bool],
+        colour: &mut [u8],
+        fixed: &dyn Fn(usize) -> bool,
+    ) -> Option<Vec<usize>> {
+        for c in colour.iter_mut() {
+            if *c == 1 {
+                *c = 0;
+            }
         }
-        self.colour.clear();
-        self.colour.resize(pairs.len(), 0);
         let mut found: Option<Vec<usize>> = None;
         'roots: for root in 0..pairs.len() {
-            if self.colour[root] != 0 || pairs[root].1 <= 1 {
+            if !left[root] || colour[root] != 0 || pairs[root].1 <= 1 {
                 continue;
             }
             self.stack.clear();
-            self.colour[root] = 1;
-            self.stack.push((root, 2 * pairs[root].1));
-            while let Some(&mut (i, ref mut m)) = self.stack.last_mut() {
-                let b = pairs[i].1;
-                let mut next = None;
-                while *m <= n {
-                    let j = self.pair_of[*m as usize];
-                    *m += b;
-                    if j != u32::MAX && j as usize != i {
-                        next = Some(j as usize);
-                        break;
-                    }
-                }
+            colour[root] = 1;
+            self.stack.push((root, 0));
+            while let Some(&mut (i, ref mut at)) = self.stack.last_mut() {
+                let next = successors.of(i)[*at as usize..]
+                    .iter()
+                    .position(|&j| left[j as usize])
+                    .map(|skip| {
+                        *at += skip as u32 + 1;
+                        successors.of(i)[*at as usize - 1] as usize
+                    });
                 match next {
-                    Some(j) if self.colour[j] == 1 => {
+                    Some(j) if colour[j] == 1 => {
                         let from = self
                             .stack
                             .iter()
@@ -1084,13 +1133,13 @@ impl CycleFinder {
                         found = Some(self.stack[from..].iter().map(|&(k, _)| k).collect());
                         break 'roots;
                     }
-                    Some(j) if self.colour[j] == 0 => {
-                        self.colour[j] = 1;
-                        self.stack.push((j, 2 * pairs[j].1));
+                    Some(j) if colour[j] == 0 => {
+                        colour[j] = 1;
+                        self.stack.push((j, 0));
                     }
                     Some(_) => {}
                     None => {
-                        self.colour[i] = 2;
+                        colour[i] = 2;
                         self.stack.pop();
                     }
                 }
@@ -1106,14 +1155,11 @@ impl CycleFinder {
                 let cost_of = |c: &[usize]| c.iter().map(|&i| costs[i] as usize).sum::<usize>();
                 let mut best: (usize, Vec<usize>) = (cost_of(&cycle), cycle);
                 let starts = best.1.clone();
-                if best.0 > 1 {
-                    self.list_successors(pairs);
-                }
                 for start in starts {
                     if best.0 <= 1 {
                         break;
                     }
-                    if let Some(c) = self.cheapest_through(start, &costs) {
+                    if let Some(c) = self.cheapest_through(start, successors, left, &costs) {
                         let cost = cost_of(&c);
                         if cost < best.0 {
                             best = (cost, c);
@@ -1124,16 +1170,19 @@ impl CycleFinder {
                 self.cost = costs;
             }
         }
-        for &(a, _) in pairs {
-            self.pair_of[a as usize] = u32::MAX;
-        }
         found
     }
 
     /// The cycle through `start` with the fewest non-fixed pairs (0-1 breadth-first search
-    /// over the precedence edges, `cost[i]` = 1 for a non-fixed pair i, 0 for a fixed one);
-    /// the successors must be listed ([`CycleFinder::list_successors`]).
-    fn cheapest_through(&mut self, start: usize, cost: &[u32]) -> Option<Vec<usize>> {
+    /// over the precedence edges among the pairs `left`, `cost[i]` = 1 for a non-fixed pair
+    /// i, 0 for a fixed one).
+    fn cheapest_through(
+        &mut self,
+        start: usize,
+        successors: &Successors,
+        left: &[bool],
+        cost: &[u32],
+    ) -> Option<Vec<usize>> {
         let count = cost.len();
         self.dist.clear();
         self.dist.resize(count, u32::MAX);
@@ -1149,8 +1198,11 @@ impl CycleFinder {
             if closing.is_some_and(|(c, _)| d >= c) {
                 continue;
             }
-            for at in self.first[i]..self.first[i + 1] {
-                let j = self.successors[at as usize] as usize;
+            for &j in successors.of(i) {
+                let j = j as usize;
+                if !left[j] {
+                    continue;
+                }
                 let nd = d + cost[j];
                 if j == start {
                     if closing.is_none_or(|(c, _)| nd < c) {
@@ -1265,6 +1317,50 @@ mod tests {
         s.set_node_cuts(after);
         s.set_check_interval(1);
         s
+    }
+
+    #[test]
+    fn successive_cycles_are_those_a_fresh_search_finds() {
+        // The cycle searches of one node keep what earlier ones proved acyclic; each cycle
+        // must still be the one a search from scratch finds among the pairs left.
+        for n in [400u32, 561, 700] {
+            let mut s = Searcher::new(n);
+            let mut open: Vec<Vec<u16>> = vec![Vec::new()];
+            let (mut checked, mut visited) = (0, 0);
+            while let Some(path) = open.pop() {
+                if checked >= 40 || visited >= 400 {
+                    break;
+                }
+                visited += 1;
+                let (node, _) = s.descend(&path, usize::MAX, None).unwrap();
+                let mut kept = Cycles::new(node.pairs());
+                s.find_cycles(&node, &mut kept, 16);
+                let mut fresh = Cycles::new(node.pairs());
+                for k in 0..kept.found.len() {
+                    fresh.done.iter_mut().for_each(|d| *d = 0);
+                    assert!(s.find_cycles(&node, &mut fresh, k + 1));
+                    assert_eq!(
+                        fresh.found[k], kept.found[k],
+                        "n = {n}, {path:?}, cycle {k}"
+                    );
+                }
+                fresh.done.iter_mut().for_each(|d| *d = 0);
+                assert_eq!(
+                    s.find_cycles(&node, &mut fresh, kept.found.len() + 1),
+                    !kept.exhausted
+                );
+                checked += usize::from(kept.found.len() > 1);
+                if let Eval::Branch(children) = s.evaluate(&node, None) {
+                    for i in 0..children.len() as u16 {
+                        open.push([path.as_slice(), &[i]].concat());
+                    }
+                }
+            }
+            assert!(
+                checked >= 10,
+                "n = {n}: {checked} nodes with several cycles"
+            );
+        }
     }
 
     #[test]
@@ -1497,12 +1593,7 @@ mod tests {
             let mut open: Vec<Vec<u16>> = vec![Vec::new()];
             while let Some(path) = open.pop() {
                 let (node, _) = s.descend(&path, usize::MAX, None).unwrap();
-                let pairs = node.pairs();
-                let mut cycles = Cycles {
-                    found: Vec::new(),
-                    left: pairs.clone(),
-                    exhausted: false,
-                };
+                let mut cycles = Cycles::new(node.pairs());
                 if !s.find_cycles(&node, &mut cycles, 1) {
                     continue;
                 }
