@@ -1159,7 +1159,8 @@ impl CycleFinder {
                     if best.0 <= 1 {
                         break;
                     }
-                    if let Some(c) = self.cheapest_through(start, successors, left, &costs) {
+                    let below = best.0 as u32;
+                    if let Some(c) = self.cheapest_through(start, successors, left, &costs, below) {
                         let cost = cost_of(&c);
                         if cost < best.0 {
                             best = (cost, c);
@@ -1176,12 +1177,15 @@ impl CycleFinder {
     /// The cycle through `start` with the fewest non-fixed pairs (0-1 breadth-first search
     /// over the precedence edges among the pairs `left`, `cost[i]` = 1 for a non-fixed pair
     /// i, 0 for a fixed one).
+    /// Only cycles cheaper than `below` are looked for: nodes at that distance are not
+    /// expanded, which leaves the distances and parents of the nearer ones as they were.
     fn cheapest_through(
         &mut self,
         start: usize,
         successors: &Successors,
         left: &[bool],
         cost: &[u32],
+        below: u32,
     ) -> Option<Vec<usize>> {
         let count = cost.len();
         self.dist.clear();
@@ -1195,7 +1199,7 @@ impl CycleFinder {
         let mut closing: Option<(u32, usize)> = None;
         while let Some(i) = self.deque.pop_front() {
             let d = self.dist[i];
-            if closing.is_some_and(|(c, _)| d >= c) {
+            if d >= closing.map_or(below, |(c, _)| c.min(below)) {
                 continue;
             }
             for &j in successors.of(i) {
@@ -1205,7 +1209,7 @@ impl CycleFinder {
                 }
                 let nd = d + cost[j];
                 if j == start {
-                    if closing.is_none_or(|(c, _)| nd < c) {
+                    if nd < below && closing.is_none_or(|(c, _)| nd < c) {
                         closing = Some((nd, i));
                     }
                     continue;
