@@ -2,7 +2,8 @@
 # Proves the sieve (Taxman game, OEIS A019312) optimum for every N in A..B with grind's own
 # solver (release build, in-process campaign on THREADS threads) and appends one row per N to
 # records/sieve.tsv (value, root bound, units, nodes, CPU and wall seconds, solver and grind
-# versions, commit, date, an optimal game), resuming after the largest N already recorded.
+# versions, commit, date, an optimal game), resuming after the largest N already recorded and,
+# within an N, after the units a stopped run finished (target/sieve-journal/N.jsonl).
 #   bench/sieve_record.sh A B [THREADS]     (default THREADS: 2)
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 from=${1:?first N}
@@ -17,7 +18,10 @@ if (( from > to )); then echo "N <= $last already recorded"; exit 0; fi
 uptime
 # Each row is appended by reopening the file, so that a row proven after the file was
 # replaced (a checkout, a stash) lands in the file as it is then instead of being lost.
-cargo bench -q -p grind-shared --bench sieve -- --threads "$threads" --record "$from" "$to" "$commit" |
+# Finished units are journaled under target/sieve-journal: a run stopped mid-N resumes there.
+mkdir -p target/sieve-journal
+cargo bench -q -p grind-shared --bench sieve -- --threads "$threads" --record "$from" "$to" "$commit" \
+  --journal "$PWD/target/sieve-journal" |
   while IFS= read -r row; do
     printf '%s\n' "$row" >>"$record"
   done

@@ -39,7 +39,11 @@
 //! (opt(N-1) + N, or opt(N-1) + N - P' for a prime N) by its starting game, and rests on
 //! the row before it. The starting game (N - 1's game extended, or the campaign's own when
 //! better) is first raised by a short neighbourhood search (`sieve::local::polish_start`;
-//! `--no-polish` skips it); the row's CPU seconds include it.
+//! `--no-polish` skips it); the row's CPU seconds include it. With `--journal DIR` each N's
+//! finished units go to DIR/N.jsonl (`sieve::journal`), and a run that was stopped resumes
+//! from there: the row's CPU seconds then add the earlier runs' CPU up to their last
+//! finished unit, its wall seconds are this run's only, and the file is removed once the
+//! row is printed.
 
 use std::process::ExitCode;
 use std::time::Instant;
@@ -49,7 +53,7 @@ use sieve_common::{process_cpu_seconds, today};
 
 use grind_shared::problem::Problem;
 use grind_shared::problems::sieve::{
-    cuts, family, local, search, search::Searcher, table, Sieve, SieveParams,
+    cuts, family, journal::Journal, local, search, search::Searcher, table, Sieve, SieveParams,
 };
 use grind_shared::registry::ProblemDef;
 
@@ -109,7 +113,9 @@ fn main() -> ExitCode {
     if let Some(at) = args.iter().position(|a| a == "--record") {
         let from: u32 = args[at + 1].parse().expect("--record A B COMMIT");
         let to: u32 = args[at + 2].parse().expect("--record A B COMMIT");
-        return record(from, to, &args[at + 3], threads, polish);
+        let commit = args[at + 3].clone();
+        let journal = flag(&mut args, "--journal").map(std::path::PathBuf::from);
+        return record(from, to, &commit, threads, polish, journal.as_deref());
     }
     if let Some(at) = args.iter().position(|a| a == "--check") {
         let from: u32 = args[at + 1].parse().expect("--check A B FILE");
@@ -212,7 +218,14 @@ fn check(from: u32, to: u32, terms: &[i64], threads: usize) -> ExitCode {
 }
 
 /// Proves every N in `from..=to` and prints one record row per N (see the module docs).
-fn record(from: u32, to: u32, commit: &str, threads: usize, polish: bool) -> ExitCode {
+fn record(
+    from: u32,
+    to: u32,
+    commit: &str,
+    threads: usize,
+    polish: bool,
+    journals: Option<&std::path::Path>,
+) -> ExitCode {
     let date = today();
     // Each N builds on the proven N - 1 (the record's row for from - 1, then the row just
     // proven), as a family campaign does.
@@ -220,16 +233,25 @@ fn record(from: u32, to: u32, commit: &str, threads: usize, polish: bool) -> Exi
     for n in from..=to {
         let cpu = process_cpu_seconds();
         let wall = Instant::now();
-        let proven = local::prove_after_with(
+        let path = journals.map(|dir| dir.join(format!("{n}.jsonl")));
+        let journal = path
+            .as_ref()
+            .map(|p| Journal::new(p, Box::new(move || process_cpu_seconds() - cpu)));
+        let proven = local::prove_logged(
             n,
             threads,
             previous.as_ref().map(|(v, m)| (*v, m.as_slice())),
             if polish { local::POLISH_STEPS } else { 0 },
+            journal.as_ref().map(|j| j as &dyn local::UnitLog),
         )
         .expect("proof");
         previous = Some((proven.score, proven.moves.clone()));
         let wall = wall.elapsed().as_secs_f64();
-        let cpu = process_cpu_seconds() - cpu;
+        let earlier = journal.as_ref().map_or(0.0, Journal::earlier_cpu_seconds);
+        let cpu = process_cpu_seconds() - cpu + earlier;
+        if let Some(p) = path.filter(|p| p.exists()) {
+            std::fs::remove_file(&p).expect("journal");
+        }
         let bound = Searcher::new(n).root_bound();
         let game: Vec<String> = proven.moves.iter().map(u64::to_string).collect();
         println!(

@@ -24,6 +24,43 @@ pub struct Proven {
     pub nodes: u64,
 }
 
+/// Which proof a [`UnitLog`] belongs to: units are indices into the split of N under one
+/// solver version, first searched against the starting score.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProofId {
+    /// N.
+    pub n: u32,
+    /// The sieve's solver version (the split and the trees depend on it).
+    pub solver: u32,
+    /// Units of the split.
+    pub units: usize,
+    /// The starting game's score.
+    pub start: i64,
+}
+
+/// A unit a proof has searched to the end.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FinishedUnit {
+    /// Its index in the split.
+    pub index: usize,
+    /// Its payload (checked against the split when resumed).
+    pub payload: Vec<u8>,
+    /// Nodes it took.
+    pub nodes: u64,
+    /// The best game it found above the bound it was searched against, if any.
+    pub best: Option<Scored>,
+}
+
+/// Where a local proof records its finished units, so that a run that stops is resumed
+/// without searching them again ([`prove_logged`]; a file: [`super::journal::Journal`]).
+pub trait UnitLog: Sync {
+    /// Called once the split is known: checks that the log is this proof's and returns
+    /// the units earlier runs finished.
+    fn begin(&self, proof: &ProofId) -> Result<Vec<FinishedUnit>, ProblemError>;
+    /// Records a unit just finished; an error stops the proof.
+    fn finish(&self, unit: &FinishedUnit) -> Result<(), ProblemError>;
+}
+
 /// The shared bound and best game of a local campaign, and its ceiling (a proven upper bound
 /// on the optimum: the campaign stops once a game reaches it).
 struct Shared {
@@ -121,6 +158,19 @@ pub fn prove_after_with(
     previous: Option<(i64, &[u64])>,
     polish_steps: u64,
 ) -> Result<Proven, ProblemError> {
+    prove_logged(n, threads, previous, polish_steps, None)
+}
+
+/// [`prove_after_with`], recording each finished unit in `log` and skipping the units it
+/// says earlier runs finished (their nodes and games count as if searched now). The
+/// starting game is rebuilt as before, so the resumed units see the same bound.
+pub fn prove_logged(
+    n: u32,
+    threads: usize,
+    previous: Option<(i64, &[u64])>,
+    polish_steps: u64,
+    log: Option<&dyn UnitLog>,
+) -> Result<Proven, ProblemError> {
     let ceiling = previous.and_then(|(value, _)| super::family::ceiling(n, value));
     let start = match previous {
         Some((value, moves)) => {
@@ -143,7 +193,7 @@ pub fn prove_after_with(
         }
         None => None,
     };
-    prove_from(n, threads, start, ceiling, polish_steps)
+    prove_from(n, threads, start, ceiling, polish_steps, log)
 }
 
 /// Seeds of [`polish_start`]'s neighbourhood searches (one run each, in parallel).
@@ -205,6 +255,7 @@ fn prove_from(
     start: Option<Scored>,
     ceiling: Option<i64>,
     polish_steps: u64,
+    log: Option<&dyn UnitLog>,
 ) -> Result<Proven, ProblemError> {
     let sieve = Sieve::from_params(super::SieveParams::exact(n))?;
     let pool = rayon::ThreadPoolBuilder::new()
@@ -252,11 +303,44 @@ fn prove_from(
         });
     }
     let batch = sieve.split(None, usize::MAX)?;
+    let (mut nodes, mut searched) = (0, 0);
+    let mut done = vec![false; batch.units.len()];
+    if let Some(log) = log {
+        let start = shared.bound.load(Ordering::Relaxed);
+        let proof = ProofId {
+            n,
+            solver: Sieve::SOLVER_VERSION,
+            units: batch.units.len(),
+            start,
+        };
+        for unit in log.begin(&proof)? {
+            let fits = batch
+                .units
+                .get(unit.index)
+                .is_some_and(|u| u.payload == unit.payload);
+            if !fits || done[unit.index] {
+                return Err(ProblemError::Solver(format!(
+                    "sieve N={n}: the log's unit {} is not a unit of this split, or is \
+                     there twice",
+                    unit.index
+                )));
+            }
+            done[unit.index] = true;
+            nodes += unit.nodes;
+            searched += 1;
+            if let Some(found) = unit.best {
+                sieve.score(&found.solution)?;
+                shared.improve(found);
+            }
+        }
+    }
     let outcomes: Vec<(Result<UnitOutcome, ProblemError>, u64)> = pool.install(|| {
         batch
             .units
             .par_iter()
-            .map(|unit| {
+            .enumerate()
+            .filter(|(index, _)| !done[*index])
+            .map(|(index, unit)| {
                 if shared.at_ceiling() {
                     return (Ok(UnitOutcome::Stopped), 0);
                 }
@@ -265,11 +349,22 @@ fn prove_from(
                     nodes: AtomicU64::new(0),
                 };
                 let outcome = sieve.solve(&unit.payload, &ctx);
-                (outcome, ctx.nodes.load(Ordering::Relaxed))
+                let unit_nodes = ctx.nodes.load(Ordering::Relaxed);
+                if let (Some(log), Ok(UnitOutcome::Searched { best, .. })) = (log, &outcome) {
+                    let finished = FinishedUnit {
+                        index,
+                        payload: unit.payload.clone(),
+                        nodes: unit_nodes,
+                        best: best.clone(),
+                    };
+                    if let Err(e) = log.finish(&finished) {
+                        return (Err(e), unit_nodes);
+                    }
+                }
+                (outcome, unit_nodes)
             })
             .collect()
     });
-    let (mut nodes, mut searched) = (0, 0);
     for (outcome, unit_nodes) in outcomes {
         nodes += unit_nodes;
         match outcome? {

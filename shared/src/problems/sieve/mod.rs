@@ -101,6 +101,7 @@ mod donation;
 mod drawing;
 pub mod family;
 pub mod game;
+pub mod journal;
 pub mod lns;
 pub mod local;
 pub mod matching;

@@ -1,0 +1,277 @@
+//! A local proof's journal: the units it has finished, kept in a file, so that a records run
+//! that stops (killed, crashed, the machine rebooted) resumes without searching them again
+//! ([`super::local::prove_logged`]).
+//!
+//! The file is JSON lines. The first line names the proof (N, solver version, the number of
+//! units and the starting score); a run that opens the file appends `{"run": k}`, then one
+//! line per finished unit: its index, payload (hex), nodes, its best game if it found one,
+//! and the CPU seconds the run had used when the unit finished (the clock given to
+//! [`Journal::new`]). A line that does not parse (a write cut short by a kill) is skipped:
+//! its unit is searched again, and the next run starts on a new line.
+//!
+//! Resuming is sound because the split is a function of N and the solver version (both in
+//! the header; each unit's payload is compared too) and a finished unit's search covered its
+//! whole subtree against a bound no higher than the best game then known, which the resumed
+//! run knows again (the starting game is rebuilt the same way, and every game a unit found
+//! is in the journal and re-scored).
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use serde_json::{json, Value};
+
+use super::local::{FinishedUnit, ProofId, UnitLog};
+use crate::problem::{ProblemError, Scored};
+
+/// A journal file for one proof (see the module docs).
+pub struct Journal {
+    path: PathBuf,
+    file: Mutex<Option<File>>,
+    earlier_cpu: Mutex<f64>,
+    clock: Box<dyn Fn() -> f64 + Send + Sync>,
+}
+
+impl Journal {
+    /// The journal at `path` (created when the proof begins if it does not exist). `clock`
+    /// gives this run's CPU seconds so far, stamped on each unit.
+    pub fn new(path: &Path, clock: Box<dyn Fn() -> f64 + Send + Sync>) -> Journal {
+        Journal {
+            path: path.to_path_buf(),
+            file: Mutex::new(None),
+            earlier_cpu: Mutex::new(0.0),
+            clock,
+        }
+    }
+
+    /// CPU seconds the earlier runs had used when each finished its last unit (the work
+    /// they did on units they did not finish is not counted: it is searched again). Known
+    /// once the proof has begun.
+    pub fn earlier_cpu_seconds(&self) -> f64 {
+        *self.earlier_cpu.lock().expect("poisoned")
+    }
+
+    fn error(&self, why: impl std::fmt::Display) -> ProblemError {
+        ProblemError::Solver(format!("journal {}: {why}", self.path.display()))
+    }
+
+    /// Reads the units of earlier runs and the CPU they used, checking the header.
+    fn read(&self, proof: &ProofId) -> Result<(Vec<FinishedUnit>, u64, f64), ProblemError> {
+        let (mut finished, mut runs, mut earlier_cpu, mut run_cpu) = (Vec::new(), 0, 0.0, 0.0f64);
+        let reader = BufReader::new(File::open(&self.path).map_err(|e| self.error(e))?);
+        let mut lines = reader.lines();
+        let first = lines
+            .next()
+            .ok_or_else(|| self.error("empty"))?
+            .map_err(|e| self.error(e))?;
+        let found = parse_header(&first).ok_or_else(|| self.error("no header line"))?;
+        if &found != proof {
+            return Err(self.error(format!(
+                "written for {found:?}, not for this proof {proof:?}"
+            )));
+        }
+        for line in lines {
+            let line = line.map_err(|e| self.error(e))?;
+            // A line cut short by a kill is skipped (the next run starts a new line).
+            let Ok(value) = serde_json::from_str::<Value>(&line) else {
+                continue;
+            };
+            if value.get("run").is_some() {
+                runs += 1;
+                earlier_cpu += run_cpu;
+                run_cpu = 0.0;
+                continue;
+            }
+            let Some(unit) = parse_unit(&value) else {
+                continue;
+            };
+            run_cpu = run_cpu.max(value["cpu"].as_f64().unwrap_or(0.0));
+            finished.push(unit);
+        }
+        Ok((finished, runs, earlier_cpu + run_cpu))
+    }
+}
+
+impl UnitLog for Journal {
+    fn begin(&self, proof: &ProofId) -> Result<Vec<FinishedUnit>, ProblemError> {
+        let exists = self.path.exists();
+        let (finished, runs, earlier_cpu) = if exists {
+            self.read(proof)?
+        } else {
+            (Vec::new(), 0, 0.0)
+        };
+        let mut file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.path)
+            .map_err(|e| self.error(e))?;
+        let mut opening = String::new();
+        let cut_short = exists
+            && std::fs::read(&self.path)
+                .map_err(|e| self.error(e))?
+                .last()
+                .is_some_and(|&b| b != b'\n');
+        if cut_short {
+            opening.push('\n');
+        }
+        if !exists {
+            let header = json!({"n": proof.n, "solver": proof.solver, "units": proof.units,
+                                "start": proof.start});
+            opening.push_str(&format!("{header}\n"));
+        }
+        opening.push_str(&format!("{}\n", json!({ "run": runs + 1 })));
+        file.write_all(opening.as_bytes())
+            .and_then(|()| file.sync_data())
+            .map_err(|e| self.error(e))?;
+        *self.file.lock().expect("poisoned") = Some(file);
+        *self.earlier_cpu.lock().expect("poisoned") = earlier_cpu;
+        Ok(finished)
+    }
+
+    fn finish(&self, unit: &FinishedUnit) -> Result<(), ProblemError> {
+        let best = unit
+            .best
+            .as_ref()
+            .map(|b| json!({"score": b.score, "solution": b.solution}));
+        let line = json!({
+            "unit": unit.index,
+            "payload": hex(&unit.payload),
+            "nodes": unit.nodes,
+            "best": best,
+            "cpu": (self.clock)(),
+        });
+        let mut file = self.file.lock().expect("poisoned");
+        let file = file
+            .as_mut()
+            .ok_or_else(|| self.error("a unit finished before the proof began"))?;
+        writeln!(file, "{line}")
+            .and_then(|()| file.sync_data())
+            .map_err(|e| self.error(e))
+    }
+}
+
+fn parse_header(line: &str) -> Option<ProofId> {
+    let v: Value = serde_json::from_str(line).ok()?;
+    Some(ProofId {
+        n: u32::try_from(v.get("n")?.as_u64()?).ok()?,
+        solver: u32::try_from(v.get("solver")?.as_u64()?).ok()?,
+        units: usize::try_from(v.get("units")?.as_u64()?).ok()?,
+        start: v.get("start")?.as_i64()?,
+    })
+}
+
+fn parse_unit(v: &Value) -> Option<FinishedUnit> {
+    let best = match v.get("best")? {
+        Value::Null => None,
+        b => Some(Scored {
+            score: b.get("score")?.as_i64()?,
+            solution: b.get("solution")?.clone(),
+        }),
+    };
+    Some(FinishedUnit {
+        index: usize::try_from(v.get("unit")?.as_u64()?).ok()?,
+        payload: unhex(v.get("payload")?.as_str()?)?,
+        nodes: v.get("nodes")?.as_u64()?,
+        best,
+    })
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(text: &str) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::problems::sieve::local;
+
+    fn journal(path: &Path) -> Journal {
+        Journal::new(path, Box::new(|| 0.0))
+    }
+
+    fn unit_lines(path: &Path) -> Vec<String> {
+        std::fs::read_to_string(path)
+            .unwrap()
+            .lines()
+            .filter(|l| serde_json::from_str::<Value>(l).is_ok_and(|v| v.get("unit").is_some()))
+            .map(String::from)
+            .collect()
+    }
+
+    #[test]
+    fn a_resumed_proof_searches_only_the_units_left_and_ends_the_same() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("326.jsonl");
+        let n = 326;
+        let whole = local::prove_logged(n, 1, None, 0, Some(&journal(&path))).unwrap();
+        let lines = unit_lines(&path);
+        assert_eq!(lines.len(), whole.units);
+        assert!(whole.units > 10, "{} units", whole.units);
+
+        // A run killed after the first half of the units, in the middle of a write.
+        let text = std::fs::read_to_string(&path).unwrap();
+        let head: Vec<&str> = text.lines().take(2).collect();
+        let kept = whole.units / 2;
+        let cut = &lines[kept][..lines[kept].len() / 2];
+        let resumed = [head.join("\n"), lines[..kept].join("\n"), cut.to_string()].join("\n");
+        std::fs::write(&path, resumed).unwrap();
+
+        let again = local::prove_logged(n, 1, None, 0, Some(&journal(&path))).unwrap();
+        assert_eq!(again.score, whole.score);
+        assert_eq!(again.units, whole.units);
+        assert_eq!(again.nodes, whole.nodes);
+        assert_eq!(again.moves, whole.moves);
+        // Only the units left were searched (and logged) again; the line cut short is
+        // still there, unread.
+        assert_eq!(unit_lines(&path).len(), whole.units);
+        let resumed_run = std::fs::read_to_string(&path).unwrap();
+        assert!(resumed_run.contains(&format!("{cut}\n{{\"run\":2}}\n")));
+        // A third run finds every unit finished and searches nothing.
+        let third = local::prove_logged(n, 1, None, 0, Some(&journal(&path))).unwrap();
+        assert_eq!((third.score, third.nodes), (whole.score, whole.nodes));
+        assert_eq!(unit_lines(&path).len(), whole.units);
+    }
+
+    #[test]
+    fn a_journal_of_another_proof_is_refused_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j.jsonl");
+        local::prove_logged(120, 1, None, 0, Some(&journal(&path))).unwrap();
+        let err = local::prove_logged(121, 1, None, 0, Some(&journal(&path))).unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("j.jsonl") && text.contains("not for this proof"),
+            "{text}"
+        );
+        // A unit that is not one of the split's is refused too.
+        std::fs::write(
+            &path,
+            format!(
+                "{}\n{}\n",
+                std::fs::read_to_string(&path)
+                    .unwrap()
+                    .lines()
+                    .next()
+                    .unwrap(),
+                json!({"unit": 0, "payload": "ff", "nodes": 1, "best": null, "cpu": 0.0})
+            ),
+        )
+        .unwrap();
+        let err = local::prove_logged(120, 1, None, 0, Some(&journal(&path))).unwrap_err();
+        assert!(
+            err.to_string().contains("not a unit of this split"),
+            "{err}"
+        );
+    }
+}
