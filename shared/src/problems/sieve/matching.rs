@@ -542,25 +542,7 @@ impl Matching {
                 }
             }
             moved += delta;
-            let delta = delta as i32;
-            for &o in &sc.outer_list {
-                self.slots[o as usize].y -= delta;
-            }
-            for &i in &sc.inner_list {
-                self.slots[i as usize].y += delta;
-            }
-            if let Some(&o) = sc
-                .outer_list
-                .iter()
-                .find(|&&o| self.slots[o as usize].y == 0)
-            {
-                if o != r {
-                    // Let o go: shift the matching along the tree path from r to o.
-                    let i = self.slots[o as usize].mate;
-                    self.slots[o as usize].mate = 0;
-                    let parent = sc.parent[i as usize];
-                    self.flip(sc, parent, i, r);
-                }
+            if self.move_duals(sc, delta as i32, r) {
                 return;
             }
             // The edges that became tight, in the order a scan of the tree would meet them.
@@ -586,6 +568,33 @@ impl Matching {
                 return;
             }
         }
+    }
+
+    /// Lowers the tree's outer duals by `delta` and raises its inner ones; when an outer
+    /// node's dual reaches 0, lets it go (or `r` itself stays exposed with dual 0) and
+    /// returns true: the search is over.
+    fn move_duals(&mut self, sc: &Scratch, delta: i32, r: u32) -> bool {
+        for &o in &sc.outer_list {
+            self.slots[o as usize].y -= delta;
+        }
+        for &i in &sc.inner_list {
+            self.slots[i as usize].y += delta;
+        }
+        let Some(&o) = sc
+            .outer_list
+            .iter()
+            .find(|&&o| self.slots[o as usize].y == 0)
+        else {
+            return false;
+        };
+        if o != r {
+            // Let o go: shift the matching along the tree path from r to o.
+            let i = self.slots[o as usize].mate;
+            self.slots[o as usize].mate = 0;
+            let parent = sc.parent[i as usize];
+            self.flip(sc, parent, i, r);
+        }
+        true
     }
 
     /// Adds `v` (outside the tree, on a tight edge from the outer node `o`) to the tree:
@@ -712,19 +721,7 @@ mod tests {
                     }
                 }
             }
-            for &o in &sc.outer_list {
-                m.slots[o as usize].y -= delta;
-            }
-            for &i in &sc.inner_list {
-                m.slots[i as usize].y += delta;
-            }
-            if let Some(&o) = sc.outer_list.iter().find(|&&o| m.slots[o as usize].y == 0) {
-                if o != r {
-                    let i = m.slots[o as usize].mate;
-                    m.slots[o as usize].mate = 0;
-                    let parent = sc.parent[i as usize];
-                    m.flip(sc, parent, i, r);
-                }
+            if m.move_duals(sc, delta, r) {
                 return;
             }
             scanned = 0;
