@@ -4,7 +4,8 @@
 # records/sieve.tsv (value, root bound, units, nodes, CPU and wall seconds, solver and grind
 # versions, commit, date, an optimal game), resuming after the largest N already recorded and,
 # within an N, after the units a stopped run finished (target/sieve-journal/N.jsonl).
-#   bench/sieve_record.sh A B [THREADS]     (default THREADS: 2)
+#   [UNITS=K] bench/sieve_record.sh A B [THREADS]     (default THREADS: 2, K: 2048 units an N;
+#   the tree is the campaigns', cut finer, since an in-process proof does not donate)
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 from=${1:?first N}
 to=${2:?last N}
@@ -21,7 +22,7 @@ uptime
 # Finished units are journaled under target/sieve-journal: a run stopped mid-N resumes there.
 mkdir -p target/sieve-journal
 cargo bench -q -p grind-shared --bench sieve -- --threads "$threads" --record "$from" "$to" "$commit" \
-  --journal "$PWD/target/sieve-journal" |
+  --units "${UNITS:-2048}" --journal "$PWD/target/sieve-journal" |
   while IFS= read -r row; do
     printf '%s\n' "$row" >>"$record"
   done

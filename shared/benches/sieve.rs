@@ -43,7 +43,8 @@
 //! finished units go to DIR/N.jsonl (`sieve::journal`), and a run that was stopped resumes
 //! from there: the row's CPU seconds then add the earlier runs' CPU up to their last
 //! finished unit, its wall seconds are this run's only, and the file is removed once the
-//! row is printed.
+//! row is printed. `--units K` splits each N into K units instead of the campaigns' 256 (a
+//! local proof does not donate, so a finer split keeps the threads busy to the end).
 
 use std::process::ExitCode;
 use std::time::Instant;
@@ -115,7 +116,16 @@ fn main() -> ExitCode {
         let to: u32 = args[at + 2].parse().expect("--record A B COMMIT");
         let commit = args[at + 3].clone();
         let journal = flag(&mut args, "--journal").map(std::path::PathBuf::from);
-        return record(from, to, &commit, threads, polish, journal.as_deref());
+        let units = flag(&mut args, "--units").map(|u| u.parse().expect("--units K"));
+        return record(
+            from,
+            to,
+            &commit,
+            threads,
+            polish,
+            units,
+            journal.as_deref(),
+        );
     }
     if let Some(at) = args.iter().position(|a| a == "--check") {
         let from: u32 = args[at + 1].parse().expect("--check A B FILE");
@@ -224,6 +234,7 @@ fn record(
     commit: &str,
     threads: usize,
     polish: bool,
+    units: Option<u32>,
     journals: Option<&std::path::Path>,
 ) -> ExitCode {
     let date = today();
@@ -242,6 +253,7 @@ fn record(
             threads,
             previous.as_ref().map(|(v, m)| (*v, m.as_slice())),
             if polish { local::POLISH_STEPS } else { 0 },
+            units,
             journal.as_ref().map(|j| j as &dyn local::UnitLog),
         )
         .expect("proof");

@@ -214,7 +214,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("326.jsonl");
         let n = 326;
-        let whole = local::prove_logged(n, 1, None, 0, Some(&journal(&path))).unwrap();
+        let whole = local::prove_logged(n, 1, None, 0, None, Some(&journal(&path))).unwrap();
         let lines = unit_lines(&path);
         assert_eq!(lines.len(), whole.units);
         assert!(whole.units > 10, "{} units", whole.units);
@@ -227,7 +227,7 @@ mod tests {
         let resumed = [head.join("\n"), lines[..kept].join("\n"), cut.to_string()].join("\n");
         std::fs::write(&path, resumed).unwrap();
 
-        let again = local::prove_logged(n, 1, None, 0, Some(&journal(&path))).unwrap();
+        let again = local::prove_logged(n, 1, None, 0, None, Some(&journal(&path))).unwrap();
         assert_eq!(again.score, whole.score);
         assert_eq!(again.units, whole.units);
         assert_eq!(again.nodes, whole.nodes);
@@ -238,7 +238,7 @@ mod tests {
         let resumed_run = std::fs::read_to_string(&path).unwrap();
         assert!(resumed_run.contains(&format!("{cut}\n{{\"run\":2}}\n")));
         // A third run finds every unit finished and searches nothing.
-        let third = local::prove_logged(n, 1, None, 0, Some(&journal(&path))).unwrap();
+        let third = local::prove_logged(n, 1, None, 0, None, Some(&journal(&path))).unwrap();
         assert_eq!((third.score, third.nodes), (whole.score, whole.nodes));
         assert_eq!(unit_lines(&path).len(), whole.units);
     }
@@ -247,8 +247,8 @@ mod tests {
     fn a_journal_of_another_proof_is_refused_by_name() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("j.jsonl");
-        local::prove_logged(120, 1, None, 0, Some(&journal(&path))).unwrap();
-        let err = local::prove_logged(121, 1, None, 0, Some(&journal(&path))).unwrap_err();
+        local::prove_logged(120, 1, None, 0, None, Some(&journal(&path))).unwrap();
+        let err = local::prove_logged(121, 1, None, 0, None, Some(&journal(&path))).unwrap_err();
         let text = err.to_string();
         assert!(
             text.contains("j.jsonl") && text.contains("not for this proof"),
@@ -268,7 +268,7 @@ mod tests {
             ),
         )
         .unwrap();
-        let err = local::prove_logged(120, 1, None, 0, Some(&journal(&path))).unwrap_err();
+        let err = local::prove_logged(120, 1, None, 0, None, Some(&journal(&path))).unwrap_err();
         assert!(
             err.to_string().contains("not a unit of this split"),
             "{err}"

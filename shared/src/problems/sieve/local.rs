@@ -158,17 +158,20 @@ pub fn prove_after_with(
     previous: Option<(i64, &[u64])>,
     polish_steps: u64,
 ) -> Result<Proven, ProblemError> {
-    prove_logged(n, threads, previous, polish_steps, None)
+    prove_logged(n, threads, previous, polish_steps, None, None)
 }
 
-/// [`prove_after_with`], recording each finished unit in `log` and skipping the units it
-/// says earlier runs finished (their nodes and games count as if searched now). The
-/// starting game is rebuilt as before, so the resumed units see the same bound.
+/// [`prove_after_with`], split into `units` units (the splitter's default when `None`;
+/// a finer split keeps both threads busy to the end, since a local proof does not donate,
+/// and loses less when stopped), recording each finished unit in `log` and skipping the
+/// units it says earlier runs finished (their nodes and games count as if searched now).
+/// The starting game is rebuilt as before, so the resumed units see the same bound.
 pub fn prove_logged(
     n: u32,
     threads: usize,
     previous: Option<(i64, &[u64])>,
     polish_steps: u64,
+    units: Option<u32>,
     log: Option<&dyn UnitLog>,
 ) -> Result<Proven, ProblemError> {
     let ceiling = previous.and_then(|(value, _)| super::family::ceiling(n, value));
@@ -193,7 +196,7 @@ pub fn prove_logged(
         }
         None => None,
     };
-    prove_from(n, threads, start, ceiling, polish_steps, log)
+    prove_from(n, threads, start, ceiling, polish_steps, units, log)
 }
 
 /// Seeds of [`polish_start`]'s neighbourhood searches (one run each, in parallel).
@@ -255,9 +258,13 @@ fn prove_from(
     start: Option<Scored>,
     ceiling: Option<i64>,
     polish_steps: u64,
+    units: Option<u32>,
     log: Option<&dyn UnitLog>,
 ) -> Result<Proven, ProblemError> {
-    let sieve = Sieve::from_params(super::SieveParams::exact(n))?;
+    let sieve = Sieve::from_params(super::SieveParams {
+        units,
+        ..super::SieveParams::exact(n)
+    })?;
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build()
