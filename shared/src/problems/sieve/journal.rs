@@ -274,4 +274,31 @@ mod tests {
             "{err}"
         );
     }
+
+    #[test]
+    fn a_logged_game_claiming_more_than_it_scores_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("326.jsonl");
+        let best = local::prove_logged(326, 1, None, 0, None, Some(&journal(&path))).unwrap();
+        // Unit 0's line now claims one more than the optimal game it holds scores (the game
+        // document itself states its true score).
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mut lines: Vec<String> = text.lines().map(String::from).collect();
+        let at = lines
+            .iter()
+            .position(|l| {
+                serde_json::from_str::<Value>(l).is_ok_and(|v| v.get("unit") == Some(&json!(0)))
+            })
+            .expect("unit 0 is logged");
+        let mut unit: Value = serde_json::from_str(&lines[at]).unwrap();
+        let moves: Vec<u32> = best.moves.iter().map(|&m| m as u32).collect();
+        unit["best"] = json!({
+            "score": best.score + 1,
+            "solution": crate::problems::sieve::solution(&moves, best.score),
+        });
+        lines[at] = unit.to_string();
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+        let err = local::prove_logged(326, 1, None, 0, None, Some(&journal(&path))).unwrap_err();
+        assert!(err.to_string().contains("claims"), "{err}");
+    }
 }

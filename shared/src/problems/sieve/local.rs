@@ -336,7 +336,15 @@ fn prove_from(
             nodes += unit.nodes;
             searched += 1;
             if let Some(found) = unit.best {
-                sieve.score(&found.solution)?;
+                // A claim above the game's real score would raise the bound and prune
+                // games that beat the real one: re-scored, and refused unless equal.
+                let score = sieve.score(&found.solution)?;
+                if score != found.score {
+                    return Err(ProblemError::Solver(format!(
+                        "sieve N={n}: the log's unit {} claims {} for a game scoring {score}",
+                        unit.index, found.score
+                    )));
+                }
                 shared.improve(found);
             }
         }
