@@ -3,7 +3,7 @@
 # solver (release build, in-process campaign on THREADS threads) and appends one row per N to
 # records/sieve.tsv (value, root bound, units, nodes, CPU and wall seconds, solver and grind
 # versions, commit, date, an optimal game), resuming after the largest N already recorded and,
-# within an N, after the units a stopped run finished (target/sieve-journal/N.jsonl).
+# within an N, after the units a stopped run finished (records/in-progress/N.jsonl).
 #   [UNITS=K] bench/sieve_record.sh A B [THREADS]     (default THREADS: 2, K: 2048 units an N;
 #   the tree is the campaigns', cut finer, since an in-process proof does not donate)
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -19,10 +19,11 @@ if (( from > to )); then echo "N <= $last already recorded"; exit 0; fi
 uptime
 # Each row is appended by reopening the file, so that a row proven after the file was
 # replaced (a checkout, a stash) lands in the file as it is then instead of being lost.
-# Finished units are journaled under target/sieve-journal: a run stopped mid-N resumes there.
-mkdir -p target/sieve-journal
+# Finished units are journaled in records/in-progress/N.jsonl (removed once N's row is
+# written): a run stopped mid-N resumes there, also from a clone when the file is committed.
+mkdir -p records/in-progress
 cargo bench -q -p grind-shared --bench sieve -- --threads "$threads" --record "$from" "$to" "$commit" \
-  --units "${UNITS:-2048}" --journal "$PWD/target/sieve-journal" |
+  --units "${UNITS:-2048}" --journal "$PWD/records/in-progress" |
   while IFS= read -r row; do
     printf '%s\n' "$row" >>"$record"
   done
