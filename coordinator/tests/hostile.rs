@@ -502,15 +502,20 @@ async fn raw_grpc(addr: &str, path: &str, body: Vec<u8>, end_stream: bool) -> Ra
         .body(())
         .unwrap();
     let (response, mut stream) = client.send_request(request, false).unwrap();
-    if let Err(e) = stream.send_data(Bytes::from(body), end_stream) {
-        return RawAnswer::Reset(e.to_string());
-    }
+    // The server may answer and close the stream before the body is sent (it does for an
+    // unknown method, on the headers alone): then its answer counts, not the failed send.
+    let sent = stream.send_data(Bytes::from(body), end_stream);
     let response = match tokio::time::timeout(WAIT, response)
         .await
         .expect("an answer")
     {
         Ok(response) => response,
-        Err(e) => return RawAnswer::Reset(e.to_string()),
+        Err(e) => {
+            return RawAnswer::Reset(match sent {
+                Err(unsent) => format!("{unsent}; {e}"),
+                Ok(()) => e.to_string(),
+            })
+        }
     };
     let (parts, mut body) = response.into_parts();
     let status_of = |headers: &::http::HeaderMap| {
