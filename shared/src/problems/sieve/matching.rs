@@ -163,7 +163,6 @@ struct Slot {
 #[derive(Debug, Default)]
 pub struct Scratch {
     stamp: Vec<u32>,
-    inner: Vec<bool>,
     parent: Vec<u32>,
     epoch: u32,
     outer_list: Vec<u32>,
@@ -196,7 +195,6 @@ impl Scratch {
     fn reset(&mut self, size: usize) {
         if self.stamp.len() != size {
             self.stamp = vec![0; size];
-            self.inner = vec![false; size];
             self.parent = vec![0; size];
             self.near = vec![Near::default(); size];
             self.epoch = 0;
@@ -504,7 +502,6 @@ impl Matching {
         sc.reset(self.slots.len());
         let epoch = sc.epoch;
         sc.stamp[r as usize] = epoch;
-        sc.inner[r as usize] = false;
         sc.outer_list.push(r);
         let mut scanned = 0usize;
         // The duals moved so far: a stored slack less this is the edge's slack now.
@@ -555,16 +552,12 @@ impl Matching {
                     .filter(|&v| !sc.in_tree(v) && sc.near[v as usize].slack == moved),
             );
             tight.sort_unstable_by_key(|&v| sc.near[v as usize].via);
-            let mut done = false;
-            for &v in &tight {
+            let augmented = tight.iter().any(|&v| {
                 let o = sc.outer_list[sc.near[v as usize].via.0 as usize];
-                if self.attach(sc, o, v, r) {
-                    done = true;
-                    break;
-                }
-            }
+                self.attach(sc, o, v, r)
+            });
             sc.tight = tight;
-            if done {
+            if augmented {
                 return;
             }
         }
@@ -608,11 +601,9 @@ impl Matching {
         }
         let epoch = sc.epoch;
         sc.stamp[v as usize] = epoch;
-        sc.inner[v as usize] = true;
         sc.parent[v as usize] = o;
         sc.inner_list.push(v);
         sc.stamp[m as usize] = epoch;
-        sc.inner[m as usize] = false;
         sc.outer_list.push(m);
         false
     }

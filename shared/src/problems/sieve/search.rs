@@ -158,9 +158,10 @@ struct Cycles {
     left: Vec<bool>,
     /// The precedence successors of `pairs`, listed on first use.
     successors: Option<Successors>,
-    /// Per pair, 2 once a search has found no cycle reachable from it. Taking pairs out
-    /// of `left` creates no cycle, so such a pair stays done for the searches after.
-    done: Vec<u8>,
+    /// The depth-first searches' colour of each pair (0 unseen, 1 on the search's path, 2
+    /// no cycle reachable from it). Taking pairs out of `left` creates no cycle, so a pair
+    /// stays 2 for the searches after ([`CycleFinder::find`]).
+    colour: Vec<u8>,
     /// No further cycle.
     exhausted: bool,
 }
@@ -171,7 +172,7 @@ impl Cycles {
         Cycles {
             found: Vec::new(),
             left: vec![true; pairs.len()],
-            done: vec![0; pairs.len()],
+            colour: vec![0; pairs.len()],
             pairs,
             successors: None,
             exhausted: false,
@@ -495,11 +496,11 @@ impl Searcher {
         let successors = cycles
             .successors
             .get_or_insert_with(|| self.cycles.list_successors(pairs));
-        let cycle = self
-            .cycles
-            .find(pairs, successors, &cycles.left, &mut cycles.done, &|i| {
-                m.is_fixed(pairs[i].0)
-            })?;
+        let cycle =
+            self.cycles
+                .find(pairs, successors, &cycles.left, &mut cycles.colour, &|i| {
+                    m.is_fixed(pairs[i].0)
+                })?;
         let mut branches: Vec<(u32, u32)> = cycle
             .into_iter()
             .map(|i| pairs[i])
@@ -1116,13 +1117,15 @@ impl CycleFinder {
             colour[root] = 1;
             self.stack.push((root, 0));
             while let Some(&mut (i, ref mut at)) = self.stack.last_mut() {
-                let next = successors.of(i)[*at as usize..]
-                    .iter()
-                    .position(|&j| left[j as usize])
-                    .map(|skip| {
-                        *at += skip as u32 + 1;
-                        successors.of(i)[*at as usize - 1] as usize
-                    });
+                // The next successor of i still left, if any.
+                let mut next = None;
+                while let Some(&j) = successors.of(i).get(*at as usize) {
+                    *at += 1;
+                    if left[j as usize] {
+                        next = Some(j as usize);
+                        break;
+                    }
+                }
                 match next {
                     Some(j) if colour[j] == 1 => {
                         let from = self
@@ -1341,14 +1344,14 @@ mod tests {
                 s.find_cycles(&node, &mut kept, 16);
                 let mut fresh = Cycles::new(node.pairs());
                 for k in 0..kept.found.len() {
-                    fresh.done.iter_mut().for_each(|d| *d = 0);
+                    fresh.colour.iter_mut().for_each(|c| *c = 0);
                     assert!(s.find_cycles(&node, &mut fresh, k + 1));
                     assert_eq!(
                         fresh.found[k], kept.found[k],
                         "n = {n}, {path:?}, cycle {k}"
                     );
                 }
-                fresh.done.iter_mut().for_each(|d| *d = 0);
+                fresh.colour.iter_mut().for_each(|c| *c = 0);
                 assert_eq!(
                     s.find_cycles(&node, &mut fresh, kept.found.len() + 1),
                     !kept.exhausted
