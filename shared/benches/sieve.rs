@@ -35,7 +35,7 @@
 //! A..=B and prints one `records/sieve.tsv` row per N (value, root bound, units, nodes, CPU
 //! and wall seconds, versions, COMMIT, date, an optimal game); `bench/sieve_record.sh`
 //! appends them to the record. Each N builds on N - 1's row as a family campaign does
-//! (`sieve::local::prove_after_with`): a row with 0 units was closed at the ceiling
+//! (`sieve::local::prove_with`): a row with 0 units was closed at the ceiling
 //! (opt(N-1) + N, or opt(N-1) + N - P' for a prime N) by its starting game, and rests on
 //! the row before it. The starting game (N - 1's game extended, or the campaign's own when
 //! better) is first raised by a short neighbourhood search (`sieve::local::polish_start`;
@@ -248,13 +248,15 @@ fn record(
         let journal = path
             .as_ref()
             .map(|p| Journal::new(p, Box::new(move || process_cpu_seconds() - cpu)));
-        let proven = local::prove_logged(
+        let proven = local::prove_with(
             n,
-            threads,
-            previous.as_ref().map(|(v, m)| (*v, m.as_slice())),
-            if polish { local::POLISH_STEPS } else { 0 },
-            units,
-            journal.as_ref().map(|j| j as &dyn local::UnitLog),
+            local::ProofOptions {
+                threads,
+                previous: previous.as_ref().map(|(v, m)| (*v, m.as_slice())),
+                polish_steps: if polish { local::POLISH_STEPS } else { 0 },
+                units,
+                log: journal.as_ref().map(|j| j as &dyn local::UnitLog),
+            },
         )
         .expect("proof");
         previous = Some((proven.score, proven.moves.clone()));

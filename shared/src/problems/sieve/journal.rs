@@ -1,6 +1,6 @@
 //! A local proof's journal: the units it has finished, kept in a file, so that a records run
 //! that stops (killed, crashed, the machine rebooted) resumes without searching them again
-//! ([`super::local::prove_logged`]).
+//! ([`super::local::prove_with`], [`super::local::ProofOptions::log`]).
 //!
 //! The file is JSON lines. The first line names the proof (N, solver version, the number of
 //! units and the starting score); a run that opens the file appends `{"run": k}`, then one
@@ -196,6 +196,18 @@ mod tests {
     use super::*;
     use crate::problems::sieve::local;
 
+    /// A one-thread proof of `n` journaled in `log`.
+    fn logged(n: u32, log: &Journal) -> Result<local::Proven, ProblemError> {
+        local::prove_with(
+            n,
+            local::ProofOptions {
+                threads: 1,
+                log: Some(log),
+                ..local::ProofOptions::default()
+            },
+        )
+    }
+
     fn journal(path: &Path) -> Journal {
         Journal::new(path, Box::new(|| 0.0))
     }
@@ -214,7 +226,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("326.jsonl");
         let n = 326;
-        let whole = local::prove_logged(n, 1, None, 0, None, Some(&journal(&path))).unwrap();
+        let whole = logged(n, &journal(&path)).unwrap();
         let lines = unit_lines(&path);
         assert_eq!(lines.len(), whole.units);
         assert!(whole.units > 10, "{} units", whole.units);
@@ -227,7 +239,7 @@ mod tests {
         let resumed = [head.join("\n"), lines[..kept].join("\n"), cut.to_string()].join("\n");
         std::fs::write(&path, resumed).unwrap();
 
-        let again = local::prove_logged(n, 1, None, 0, None, Some(&journal(&path))).unwrap();
+        let again = logged(n, &journal(&path)).unwrap();
         assert_eq!(again.score, whole.score);
         assert_eq!(again.units, whole.units);
         assert_eq!(again.nodes, whole.nodes);
@@ -238,7 +250,7 @@ mod tests {
         let resumed_run = std::fs::read_to_string(&path).unwrap();
         assert!(resumed_run.contains(&format!("{cut}\n{{\"run\":2}}\n")));
         // A third run finds every unit finished and searches nothing.
-        let third = local::prove_logged(n, 1, None, 0, None, Some(&journal(&path))).unwrap();
+        let third = logged(n, &journal(&path)).unwrap();
         assert_eq!((third.score, third.nodes), (whole.score, whole.nodes));
         assert_eq!(unit_lines(&path).len(), whole.units);
     }
@@ -247,8 +259,8 @@ mod tests {
     fn a_journal_of_another_proof_is_refused_by_name() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("j.jsonl");
-        local::prove_logged(120, 1, None, 0, None, Some(&journal(&path))).unwrap();
-        let err = local::prove_logged(121, 1, None, 0, None, Some(&journal(&path))).unwrap_err();
+        logged(120, &journal(&path)).unwrap();
+        let err = logged(121, &journal(&path)).unwrap_err();
         let text = err.to_string();
         assert!(
             text.contains("j.jsonl") && text.contains("not for this proof"),
@@ -268,7 +280,7 @@ mod tests {
             ),
         )
         .unwrap();
-        let err = local::prove_logged(120, 1, None, 0, None, Some(&journal(&path))).unwrap_err();
+        let err = logged(120, &journal(&path)).unwrap_err();
         assert!(
             err.to_string().contains("not a unit of this split"),
             "{err}"
@@ -279,7 +291,7 @@ mod tests {
     fn a_logged_game_claiming_more_than_it_scores_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("326.jsonl");
-        let best = local::prove_logged(326, 1, None, 0, None, Some(&journal(&path))).unwrap();
+        let best = logged(326, &journal(&path)).unwrap();
         // Unit 0's line now claims one more than the optimal game it holds scores (the game
         // document itself states its true score).
         let text = std::fs::read_to_string(&path).unwrap();
@@ -298,7 +310,7 @@ mod tests {
         });
         lines[at] = unit.to_string();
         std::fs::write(&path, lines.join("\n") + "\n").unwrap();
-        let err = local::prove_logged(326, 1, None, 0, None, Some(&journal(&path))).unwrap_err();
+        let err = logged(326, &journal(&path)).unwrap_err();
         assert!(err.to_string().contains("claims"), "{err}");
     }
 }

@@ -52,7 +52,7 @@ pub struct FinishedUnit {
 }
 
 /// Where a local proof records its finished units, so that a run that stops is resumed
-/// without searching them again ([`prove_logged`]; a file: [`super::journal::Journal`]).
+/// without searching them again ([`prove_with`]; a file: [`super::journal::Journal`]).
 pub trait UnitLog: Sync {
     /// Called once the split is known: checks that the log is this proof's and returns
     /// the units earlier runs finished.
@@ -135,47 +135,53 @@ pub fn prove(n: u32, threads: usize) -> Result<Proven, ProblemError> {
 }
 
 /// [`prove`], building on `previous`, a proven optimum of 1..=N-1 and a game reaching it, as
-/// a family campaign does ([`super::family`]): its game extended is the starting game, and
-/// the campaign ends as soon as a game reaches the ceiling ([`super::family::ceiling`]),
-/// before any search (0 units, 0 nodes) when the starting game does; the result then rests
-/// on `previous` being the optimum. A game beating the ceiling is an error: `previous` was
-/// not the optimum of N - 1.
+/// a family campaign does (see [`ProofOptions::previous`]).
 pub fn prove_after(
     n: u32,
     threads: usize,
     previous: Option<(i64, &[u64])>,
 ) -> Result<Proven, ProblemError> {
-    prove_after_with(n, threads, previous, 0)
+    prove_with(
+        n,
+        ProofOptions {
+            threads,
+            previous,
+            ..ProofOptions::default()
+        },
+    )
 }
 
-/// [`prove_after`], first raising the starting game by [`polish_start`] with `polish_steps`
-/// steps per run when the starting game is below the ceiling (0: no polish; the records'
-/// runs use [`POLISH_STEPS`]; a game the polish brings to the ceiling closes N with 0 units,
-/// as the plain starting game does).
-pub fn prove_after_with(
-    n: u32,
-    threads: usize,
-    previous: Option<(i64, &[u64])>,
-    polish_steps: u64,
-) -> Result<Proven, ProblemError> {
-    prove_logged(n, threads, previous, polish_steps, None, None)
+/// How [`prove_with`] runs a local proof.
+#[derive(Clone, Copy, Default)]
+pub struct ProofOptions<'a> {
+    /// Threads (0 = rayon's default).
+    pub threads: usize,
+    /// A proven optimum of 1..=N-1 and a game reaching it, as a family campaign builds on
+    /// ([`super::family`]): its game extended is the starting game, and the campaign ends as
+    /// soon as a game reaches the ceiling ([`super::family::ceiling`]), before any search (0
+    /// units, 0 nodes) when the starting game does; the result then rests on it being the
+    /// optimum. A game beating the ceiling is an error: it was not the optimum of N - 1.
+    pub previous: Option<(i64, &'a [u64])>,
+    /// Steps per run of [`polish_start`], which first raises the starting game when it is
+    /// below the ceiling (0: no polish; the records' runs use [`POLISH_STEPS`]; a game the
+    /// polish brings to the ceiling closes N with 0 units, as the plain starting game does).
+    pub polish_steps: u64,
+    /// Units to split into (the splitter's default when `None`; a finer split keeps every
+    /// thread busy to the end, since a local proof does not donate, and loses less when
+    /// stopped).
+    pub units: Option<u32>,
+    /// Where each finished unit is recorded; the units it says earlier runs finished are
+    /// skipped (their nodes and games count as if searched now). The starting game is
+    /// rebuilt as before, so the resumed units see the same bound.
+    pub log: Option<&'a dyn UnitLog>,
 }
 
-/// [`prove_after_with`], split into `units` units (the splitter's default when `None`;
-/// a finer split keeps both threads busy to the end, since a local proof does not donate,
-/// and loses less when stopped), recording each finished unit in `log` and skipping the
-/// units it says earlier runs finished (their nodes and games count as if searched now).
-/// The starting game is rebuilt as before, so the resumed units see the same bound.
-pub fn prove_logged(
-    n: u32,
-    threads: usize,
-    previous: Option<(i64, &[u64])>,
-    polish_steps: u64,
-    units: Option<u32>,
-    log: Option<&dyn UnitLog>,
-) -> Result<Proven, ProblemError> {
-    let ceiling = previous.and_then(|(value, _)| super::family::ceiling(n, value));
-    let start = match previous {
+/// Proves the optimum for 1..=n as `options` say (see [`ProofOptions`]).
+pub fn prove_with(n: u32, options: ProofOptions) -> Result<Proven, ProblemError> {
+    let ceiling = options
+        .previous
+        .and_then(|(value, _)| super::family::ceiling(n, value));
+    let start = match options.previous {
         Some((value, moves)) => {
             let (moves, score) = super::family::extend(n, moves, value)?;
             if Some(score) == ceiling {
@@ -196,7 +202,7 @@ pub fn prove_logged(
         }
         None => None,
     };
-    prove_from(n, threads, start, ceiling, polish_steps, units, log)
+    prove_from(n, start, ceiling, &options)
 }
 
 /// Seeds of [`polish_start`]'s neighbourhood searches (one run each, in parallel).
@@ -250,17 +256,21 @@ pub fn polish_start(
 }
 
 /// [`prove`] with `start` (a verified game) as the first incumbent, stopping when a game
-/// reaches `ceiling`; with `polish_steps` > 0, the better of `start` and the campaign's own
-/// starting game is first raised by [`polish_start`].
+/// reaches `ceiling`; with a polish, the better of `start` and the campaign's own starting
+/// game is first raised by [`polish_start`].
 fn prove_from(
     n: u32,
-    threads: usize,
     start: Option<Scored>,
     ceiling: Option<i64>,
-    polish_steps: u64,
-    units: Option<u32>,
-    log: Option<&dyn UnitLog>,
+    options: &ProofOptions,
 ) -> Result<Proven, ProblemError> {
+    let ProofOptions {
+        threads,
+        polish_steps,
+        units,
+        log,
+        ..
+    } = *options;
     let sieve = Sieve::from_params(super::SieveParams {
         units,
         ..super::SieveParams::exact(n)

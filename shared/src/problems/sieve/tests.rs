@@ -817,8 +817,16 @@ fn a_polished_start_never_loses_and_the_proof_stays_the_same() {
     let mut previous = local::prove(40, 1).unwrap();
     for n in 41..=48 {
         let plain = local::prove_after(n, 1, Some((previous.score, &previous.moves))).unwrap();
-        let polished =
-            local::prove_after_with(n, 2, Some((previous.score, &previous.moves)), 20).unwrap();
+        let polished = local::prove_with(
+            n,
+            local::ProofOptions {
+                threads: 2,
+                previous: Some((previous.score, &previous.moves)),
+                polish_steps: 20,
+                ..local::ProofOptions::default()
+            },
+        )
+        .unwrap();
         assert_eq!(polished.score, plain.score, "N = {n}");
         assert_eq!(game::replay(n, &polished.moves), Ok(polished.score as u64));
         previous = plain;
