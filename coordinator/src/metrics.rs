@@ -2,7 +2,7 @@
 //!
 //! Most counters are not incremented in the scheduler: they are derived from the append-only
 //! event log, which already records every lease grant and expiry, result, improvement,
-//! rejected improvement, dispute and failed unit. [`Metrics::catch_up`] reads the events added
+//! rejected improvement, dispute and failed unit. [`Metrics::catch_up_on`] reads the events added
 //! since its last call (the first call reads the whole log once), so the counters cover the
 //! database's whole history and the hot path pays nothing. Two things leave no event and are
 //! counted where they happen, in process-wide collectors: lease renewals (heartbeats) and the

@@ -6,7 +6,7 @@
 //! directories), [`net`] (free loopback ports, an echo server), [`waiting`] (polling a
 //! condition with a timeout instead of sleeping), [`rpc`] (gRPC connections retried until
 //! the server answers), [`limits`] (a process's file-size limit, to make a disk "full"),
-//! [`reference`] (answers computed the plain way, independently of grind's solvers).
+//! [`reference`](mod@reference) (answers computed the plain way, independently of grind's solvers).
 
 pub mod binaries;
 pub mod launch;

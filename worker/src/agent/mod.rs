@@ -2,13 +2,13 @@
 //! reports improvements and delivers results — holding them while the coordinator is away —
 //! and on shutdown checkpoints and hands its leases back.
 //!
-//! The loop is here; each job has its module: [`contact`] (backoff and refusals),
-//! [`register`] (identity and the bound stream), [`leasing`] (asking for work, the queue of
-//! leased units, starting them), [`pace`] (how deep that queue is), [`problems`] (the
-//! problem cache), [`runner`] (the rayon pool: CPU accounting, panic capture), [`unit_events`]
-//! (what running units report), [`results`] (a finished unit as its wire result),
-//! [`outbox`] (ordered delivery, batched with a fallback to single calls), [`heartbeat`],
-//! [`pause`] (`--idle-only`) and [`shutdown`] (checkpoint and hand back). The coordinator is
+//! The loop is here; each job has its module: `contact` (backoff and refusals),
+//! `register` (identity and the bound stream), `leasing` (asking for work, the queue of
+//! leased units, starting them), `pace` (how deep that queue is), `problems` (the
+//! problem cache), `runner` (the rayon pool: CPU accounting, panic capture), `unit_events`
+//! (what running units report), `results` (a finished unit as its wire result),
+//! `outbox` (ordered delivery, batched with a fallback to single calls), `heartbeat`,
+//! `pause` (`--idle-only`) and `shutdown` (checkpoint and hand back). The coordinator is
 //! any [`Coordinator`]: the gRPC [`Client`] in production, an in-memory fake in tests.
 
 mod contact;

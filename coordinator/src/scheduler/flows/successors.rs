@@ -1,4 +1,4 @@
-//! Campaigns that build on another campaign's result ([`Problem::predecessor`]: the sieve's
+//! Campaigns that build on another campaign's result ([`Chains::predecessor`](grind_shared::problem::Chains::predecessor): the sieve's
 //! N on N - 1): linking at creation and adopting the predecessor's result. Closing at the
 //! ceiling and the chain after a finish are [`super::finish`].
 //!
@@ -12,7 +12,7 @@
 //!   ([`super::grant::grant_leases`]): workers finish N - 1 first and fill its tail with N,
 //!   so no worker idles and little of N's work is done before N - 1's result can help it.
 //! * **Adopt at the predecessor's finish.** When the predecessor finishes (`done`), or at
-//!   creation when it already has, the campaign takes [`Problem::inherit`] of its value and
+//!   creation when it already has, the campaign takes [`Chains::inherit`](grind_shared::problem::Chains::inherit) of its value and
 //!   best solution once: the starting solution is verified like any improvement; the ceiling
 //!   is recorded with the premise "the predecessor's optimum is its value"
 //!   ([`super::proof::add`]: backed at once when the predecessor proves, later along the

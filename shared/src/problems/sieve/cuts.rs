@@ -25,7 +25,7 @@
 //!
 //! # Choosing the penalties
 //!
-//! In rounds ([`derive`]): the heaviest matching under the current penalties (with (P, 1)
+//! In rounds ([`derive`](fn@derive)): the heaviest matching under the current penalties (with (P, 1)
 //! fixed, as at the search's root) is searched for precedence cycles; each cycle whose
 //! numbers and factors form a cluster becomes a cut; then the penalties are the floors of an
 //! optimal `z` of the dual of the matching LP with the cuts,
@@ -171,7 +171,7 @@ pub fn derive(n: u32, root: &[(u32, u32)]) -> (Penalties, i64) {
     derive_from(n, root, Vec::new())
 }
 
-/// [`derive`] warm-started from `cuts` (for instance a neighbouring N's, which stay clusters:
+/// [`derive`](fn@derive) warm-started from `cuts` (for instance a neighbouring N's, which stay clusters:
 /// being one depends only on the numbers and factors): their penalties come first, so the
 /// rounds only add what the matching still shows. Cuts that are not clusters of `n`'s graph
 /// are dropped.
@@ -246,9 +246,9 @@ pub fn derive_all_at(
 }
 
 /// A checkable certificate ([`super::certificate`]) of the Lagrangian root bound with (P, 1)
-/// fixed: the cuts [`derive`] keeps with their penalties, and the optimal duals of the
+/// fixed: the cuts [`derive`](fn@derive) keeps with their penalties, and the optimal duals of the
 /// penalized matching on 2..=N/2 as potentials (those above N/2 derived by the checker).
-/// Its bound is what the checker proves from them: [`derive`]'s, since the derived
+/// Its bound is what the checker proves from them: [`derive`](fn@derive)'s, since the derived
 /// potentials are at most the matching's own duals.
 pub fn certify(n: u32) -> Certificate {
     certify_from(n, Vec::new())

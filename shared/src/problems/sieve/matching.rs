@@ -11,7 +11,7 @@
 //! [`Matching`] holds a primal-dual pair: `mate` and the dual `y >= 0` with
 //! `y[u] + y[v] >= w(u, v)` on every live edge, equality on matched edges and `y = 0` on
 //! exposed nodes. Then the matching is optimal and its weight is the sum of the duals. A
-//! change that exposes a node with positive dual is repaired by [`Matching::settle`]: grow an
+//! change that exposes a node with positive dual is repaired by `Matching::settle`: grow an
 //! alternating tree of tight edges from it, and either augment to an exposed node or lower
 //! the tree's duals until its root can be matched or one of its nodes can be let go (the
 //! Hungarian method, started from either side).
@@ -159,7 +159,7 @@ struct Slot {
     dead: bool,
 }
 
-/// Reusable scratch space for [`Matching::settle`].
+/// Reusable scratch space for `Matching::settle`.
 #[derive(Debug, Default)]
 pub struct Scratch {
     stamp: Vec<u32>,

@@ -8,7 +8,7 @@
 //! clusters ([`search`], [`matching`]). A deterministic heuristic run (a probe search, and for N in
 //! [`PROBE_LNS_RANGE`] the anytime mode's neighbourhood search with a fixed seed and step count,
 //! [`probe_lns`]) gives the campaign its starting bound; the splitter expands the search tree,
-//! largest bound gap first, into many units named by tree paths ([`unit`]); long units donate their
+//! largest bound gap first, into many units named by tree paths ([`unit`](mod@unit)); long units donate their
 //! untried subtrees. Anytime mode (`--heuristic [--units U] [--unit-seconds S]`) runs rounds
 //! of U large-neighbourhood-search units of about S seconds of a core each ([`anytime`],
 //! [`lns`]): destroy a region of the game, repair it exactly, keep what is not worse; round
@@ -401,7 +401,7 @@ impl Sieve {
         searcher
     }
 
-    /// The starting game of exact mode (see [`Sieve::probe`]).
+    /// The starting game of exact mode (see `Sieve::probe`).
     pub fn starting_game(&self) -> Option<&(Vec<u32>, i64)> {
         self.probe().game.as_ref()
     }
