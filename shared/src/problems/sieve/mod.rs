@@ -259,7 +259,9 @@ impl ProblemDef for Sieve {
     // 5: exact searches may also branch on a cycle's cluster (which selected number leaves
     //    the cycle's factors), and prune by the region bound: other trees, other paths.
     // 6: exact searches weigh 16 candidate cycles at each branching node instead of 8.
-    const SOLVER_VERSION: u32 = 6;
+    // 7: a cycle's children take its pairs largest number first (fixing the largest pairs
+    //    in the later children) instead of smallest first: other trees, other paths.
+    const SOLVER_VERSION: u32 = 7;
     type Params = SieveParams;
 
     fn from_params(params: SieveParams) -> Result<Self, ProblemError> {
@@ -396,6 +398,7 @@ impl Sieve {
     pub fn exact_searcher(&self) -> Searcher {
         let mut searcher = Searcher::new(self.n);
         searcher.set_strong_branching(self.starting_game().map(|g| g.1), STRONG_CANDIDATES);
+        searcher.set_largest_first(true);
         searcher.set_cluster_branching(true);
         searcher.set_region_bound(REGION_CYCLES);
         searcher
