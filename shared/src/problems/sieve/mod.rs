@@ -145,7 +145,9 @@ pub fn probe_nodes(n: u32) -> u64 {
 /// Candidate cycles tried at each branching node of an exact search (strong branching,
 /// [`Searcher::set_strong_branching`]). 16 instead of 8 (solver version 6) takes 1.3 to 2.3
 /// times less CPU on whole proofs of N = 700 to 740, the hardest gaining most; 32 gives the
-/// same tree as 16 at N = 738 (BENCHMARKS.md, "Strong branching's candidates").
+/// same tree as 16 at N = 738 (BENCHMARKS.md, "Strong branching's candidates"). Re-checked
+/// with solver version 7 at N = 738: 8 candidates take 4.3 times the CPU of 16, and 32 give
+/// 16's tree ("Solver version 7").
 pub const STRONG_CANDIDATES: usize = 16;
 
 /// Disjoint cycles the region bound prices at each node of an exact search
