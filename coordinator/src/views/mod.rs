@@ -7,6 +7,12 @@ use serde_json::json;
 
 use crate::error::Error;
 
+mod outcome;
+mod premises;
+
+pub use outcome::{outcome, outcome_words, Proof};
+pub use premises::{premises, premises_json, premises_words};
+
 /// SQL for the solver version of improvement event `e` of campaign `c`: the version its
 /// worker reported; for events from before versions were reported, the version the campaign
 /// ran then (the `from` of the next `solver_upgraded` event, else the campaign's own).
@@ -19,62 +25,6 @@ pub const EVENT_SOLVER_VERSION: &str = "coalesce(json_extract(e.detail, '$.solve
 const CAMPAIGN_COLUMNS: &str = "id, name, problem, params_json, objective, state, exhaustive,
     best_score, best_solution, total, samples, created_ms, finished_ms, cpu_seconds, nodes,
     verify_rate, best_event, split_done, solver_version, family, bound, coverage_checked";
-
-/// How far a campaign's search proves its value.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Proof {
-    /// Not (yet) a proof: unfinished, failed units, or a search that is not exhaustive.
-    None,
-    /// Finished and exhaustive, but resting on a premise no proven campaign backs.
-    Conditional,
-    /// Finished and exhaustive, every premise backed.
-    Complete,
-    /// Finished, but over units grind could not check cover the search (a user's own
-    /// split, `Problem::coverage_checked` false): the solver's claim, never a proof.
-    Claimed,
-}
-
-/// What a campaign's value means, in the words every view uses (CLI, JSON, web, export):
-/// `proven_optimum` (finished exhaustive search, value optimal), `proven_none_reaches_target`
-/// (finished exhaustive search that found no solution beating its starting bound or proof
-/// target: a proof that none exists, not an optimum), `conditional_proof` (a finished
-/// exhaustive search resting on stated values no proven campaign backs: proven given them),
-/// `claimed_optimum` / `claimed_none` / `claimed_count` (every unit of a split grind could
-/// not check finished: the solver's claim, not proven), `best_found` (a verified solution,
-/// not proven optimal), `none_found`, `exact_count` / `partial_count`, `samples`.
-pub fn outcome(objective: &str, proof: Proof, has_value: bool) -> &'static str {
-    match (objective, proof, has_value) {
-        ("count", Proof::Claimed, _) => "claimed_count",
-        ("count", Proof::Complete, _) => "exact_count",
-        ("count", _, _) => "partial_count",
-        ("sample", _, _) => "samples",
-        (_, Proof::Conditional, _) => "conditional_proof",
-        (_, Proof::Claimed, true) => "claimed_optimum",
-        (_, Proof::Claimed, false) => "claimed_none",
-        (_, Proof::Complete, true) => "proven_optimum",
-        (_, Proof::Complete, false) => "proven_none_reaches_target",
-        (_, Proof::None, true) => "best_found",
-        (_, Proof::None, false) => "none_found",
-    }
-}
-
-/// The words for people of an [`outcome`].
-pub fn outcome_words(outcome: &str) -> &'static str {
-    match outcome {
-        "proven_optimum" => "proven optimum",
-        "proven_none_reaches_target" => "proven: no solution reaches the target",
-        "conditional_proof" => "conditional proof: proven given the stated values",
-        "claimed_optimum" => "finished (solver's claim): best found, not proven",
-        "claimed_none" => "finished (solver's claim): nothing found, not proven",
-        "claimed_count" => "finished (solver's claim): count over the user's split, not proven",
-        "best_found" => "best found, not proven",
-        "none_found" => "nothing found yet",
-        "exact_count" => "exact count",
-        "partial_count" => "partial count",
-        "samples" => "samples",
-        _ => "",
-    }
-}
 
 fn campaign_from_row(conn: &Connection, r: &Row) -> Result<pb::CampaignStatus, Error> {
     let id: i64 = r.get(0)?;
@@ -215,64 +165,6 @@ fn open_bound(
         (Some(a), Some(b)) => Some(if minimise { a.min(b) } else { a.max(b) }),
         (a, b) => a.or(b),
     })
-}
-
-/// The results a campaign's proof takes as given, in order, with what backs each.
-pub fn premises(conn: &Connection, campaign_id: i64) -> Result<Vec<pb::Premise>, Error> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT label, problem, params_json, value, coalesce(backed_by, 0),
-                coalesce(contradicted_by, 0), coalesce(backed_by_record, 0)
-         FROM premises WHERE campaign_id = ?1 ORDER BY position",
-    )?;
-    let rows = stmt.query_map(params![campaign_id], |r| {
-        Ok(pb::Premise {
-            label: r.get(0)?,
-            problem: r.get(1)?,
-            params_json: r.get(2)?,
-            value: r.get(3)?,
-            backed_by: r.get(4)?,
-            contradicted_by: r.get(5)?,
-            backed_by_record: r.get(6)?,
-        })
-    })?;
-    Ok(rows.collect::<Result<_, _>>()?)
-}
-
-/// The premises as JSON: label, value, and the campaign that backs or contradicts each.
-pub fn premises_json(premises: &[pb::Premise]) -> serde_json::Value {
-    premises
-        .iter()
-        .map(|p| {
-            json!({
-                "label": p.label,
-                "problem": p.problem,
-                "params": serde_json::from_str::<serde_json::Value>(&p.params_json)
-                    .unwrap_or_default(),
-                "value": p.value,
-                "backed_by": (p.backed_by > 0).then_some(p.backed_by),
-                "contradicted_by": (p.contradicted_by > 0).then_some(p.contradicted_by),
-                "backed_by_record": (p.backed_by_record > 0).then_some(p.backed_by_record),
-            })
-        })
-        .collect()
-}
-
-/// The premises in words, e.g. `f(2) = 1 (campaign 3), f(3) = 2 (not backed)`; empty when
-/// the proof takes nothing as given.
-pub fn premises_words(premises: &[pb::Premise]) -> String {
-    premises
-        .iter()
-        .map(|p| {
-            let backing = match (p.backed_by, p.backed_by_record, p.contradicted_by) {
-                (0, 0, 0) => "not backed".to_string(),
-                (0, 0, by) => format!("contradicted by campaign {by}"),
-                (0, record, _) => format!("proof record {record}"),
-                (by, _, _) => format!("campaign {by}"),
-            };
-            format!("{} = {} ({backing})", p.label, p.value)
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 fn unit_counts(conn: &Connection, campaign_id: i64) -> Result<pb::UnitCounts, Error> {
@@ -547,49 +439,4 @@ fn best_run_provenance(
         .or_else(of_unit)
         .and_then(|r| serde_json::from_str(&r.provenance_json).ok())
         .unwrap_or(serde_json::Value::Null)
-}
-
-#[cfg(test)]
-mod outcome_tests {
-    use super::{outcome, outcome_words, Proof};
-
-    #[test]
-    fn a_proof_without_a_value_is_not_called_an_optimum() {
-        assert_eq!(outcome("max", Proof::Complete, true), "proven_optimum");
-        assert_eq!(outcome("max", Proof::Claimed, true), "claimed_optimum");
-        assert_eq!(outcome("min", Proof::Claimed, false), "claimed_none");
-        assert_eq!(outcome("count", Proof::Claimed, true), "claimed_count");
-        assert!(outcome_words("claimed_optimum").contains("solver's claim"));
-        assert_eq!(
-            outcome("max", Proof::Complete, false),
-            "proven_none_reaches_target"
-        );
-        assert_eq!(outcome("min", Proof::None, true), "best_found");
-        assert_eq!(outcome("max", Proof::None, false), "none_found");
-        assert_eq!(outcome("count", Proof::Complete, true), "exact_count");
-        assert_eq!(outcome("count", Proof::None, true), "partial_count");
-        assert_eq!(outcome("sample", Proof::Complete, true), "samples");
-        for o in [
-            "proven_optimum",
-            "proven_none_reaches_target",
-            "conditional_proof",
-            "best_found",
-        ] {
-            assert!(!outcome_words(o).is_empty());
-        }
-        assert!(!outcome_words("proven_none_reaches_target").contains("optimum"));
-    }
-
-    #[test]
-    fn a_proof_resting_on_unbacked_values_is_conditional_with_or_without_a_value() {
-        assert_eq!(
-            outcome("max", Proof::Conditional, true),
-            "conditional_proof"
-        );
-        assert_eq!(
-            outcome("max", Proof::Conditional, false),
-            "conditional_proof"
-        );
-        assert!(outcome_words("conditional_proof").contains("given"));
-    }
 }
