@@ -4,57 +4,16 @@
 
 mod fake;
 
+use fake::agent::{Agent, WAIT};
 use fake::Fake;
 use grind_kit::reference::primes_between;
 use grind_shared::problem::codec;
-use grind_worker::{run_with, WorkerConfig, WorkerError, WorkerSummary, EXIT_REFUSED};
-use std::time::Duration;
-use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
+use grind_worker::{WorkerError, EXIT_REFUSED};
 
 /// Primes below 100,000: 9,592 (the published value of pi(10^5)).
 const PI_100K: u64 = 9_592;
 /// 20 units of 5,000 numbers.
 const PRIMES_100K: &str = r#"{"from":0,"to":100000,"unit":5000}"#;
-const WAIT: Duration = Duration::from_secs(60);
-
-/// A running agent and the switch that stops it.
-struct Agent {
-    stop: Option<oneshot::Sender<()>>,
-    task: JoinHandle<Result<WorkerSummary, WorkerError>>,
-}
-
-impl Agent {
-    fn start(fake: &Fake, configure: impl FnOnce(&mut WorkerConfig)) -> Agent {
-        let mut config = WorkerConfig::new("http://fake.invalid");
-        config.threads = 2;
-        config.name = "agent-test".into();
-        config.idle_lease_wait_ms = 0;
-        configure(&mut config);
-        let (stop, stopped) = oneshot::channel::<()>();
-        let task = tokio::spawn(run_with(config, fake.clone(), async move {
-            let _ = stopped.await;
-        }));
-        Agent {
-            stop: Some(stop),
-            task,
-        }
-    }
-
-    /// Asks the agent to stop (as SIGTERM does) and waits for it.
-    async fn stop(mut self) -> Result<WorkerSummary, WorkerError> {
-        let _ = self.stop.take().unwrap().send(());
-        self.exit().await
-    }
-
-    /// Waits for the agent to end by itself.
-    async fn exit(self) -> Result<WorkerSummary, WorkerError> {
-        tokio::time::timeout(WAIT, self.task)
-            .await
-            .expect("the agent ends within the timeout")
-            .expect("the agent does not panic")
-    }
-}
 
 /// Every unit accepted exactly once, nothing refused or acknowledged twice, and the total
 /// the published one.

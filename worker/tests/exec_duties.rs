@@ -9,52 +9,12 @@
 #[allow(dead_code)]
 mod fake;
 
+use fake::agent::{Agent, WAIT};
 use fake::Fake;
 use grind_shared::problems::exec::{checkpoint, fixtures};
-use grind_worker::{run_with, WorkerConfig, WorkerError, WorkerSummary};
 use std::io::ErrorKind;
 use std::net::TcpListener;
 use std::time::Duration;
-use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
-
-const WAIT: Duration = Duration::from_secs(60);
-
-/// A running agent and the switch that stops it.
-struct Agent {
-    stop: Option<oneshot::Sender<()>>,
-    task: JoinHandle<Result<WorkerSummary, WorkerError>>,
-}
-
-impl Agent {
-    fn start(fake: &Fake, configure: impl FnOnce(&mut WorkerConfig)) -> Agent {
-        let mut config = WorkerConfig::new("http://fake.invalid");
-        config.threads = 2;
-        config.name = "exec-duties".into();
-        config.idle_lease_wait_ms = 0;
-        configure(&mut config);
-        let (stop, stopped) = oneshot::channel::<()>();
-        let task = tokio::spawn(run_with(config, fake.clone(), async move {
-            let _ = stopped.await;
-        }));
-        Agent {
-            stop: Some(stop),
-            task,
-        }
-    }
-
-    async fn stop(mut self) -> Result<WorkerSummary, WorkerError> {
-        let _ = self.stop.take().unwrap().send(());
-        self.exit().await
-    }
-
-    async fn exit(self) -> Result<WorkerSummary, WorkerError> {
-        tokio::time::timeout(WAIT, self.task)
-            .await
-            .expect("the agent ends within the timeout")
-            .expect("the agent does not panic")
-    }
-}
 
 /// A port solvers knock on when they start (a TCP connection the test counts), so the test
 /// sees whether a worker started a solver at all, from outside the solver's sandbox.

@@ -4,6 +4,8 @@
 //! modes (unreachable, banned, forgetting the worker, no batched completions, failing the
 //! next batches). Tests wait on its state with [`Fake::wait_for`].
 
+pub mod agent;
+
 use grind_proto::refusal::refusal_status;
 use grind_proto::v1 as pb;
 use grind_proto::v1::refusal::Kind;
