@@ -43,7 +43,8 @@
 //! finished units go to DIR/N.jsonl (`sieve::journal`), and a run that was stopped resumes
 //! from there: the row's CPU seconds then add the earlier runs' CPU up to their last
 //! finished unit, its wall seconds are this run's only, and the file is removed once the
-//! row is printed. `--units K` splits each N into K units instead of the campaigns' 256 (a
+//! row is printed, after a line on stderr saying how the nodes spread over the units (the
+//! share of the largest 1%, the largest unit, the median). `--units K` splits each N into K units instead of the campaigns' 256 (a
 //! local proof does not donate, so a finer split keeps the threads busy to the end).
 
 use std::process::ExitCode;
@@ -264,6 +265,7 @@ fn record(
         let earlier = journal.as_ref().map_or(0.0, Journal::earlier_cpu_seconds);
         let cpu = process_cpu_seconds() - cpu + earlier;
         if let Some(p) = path.filter(|p| p.exists()) {
+            eprintln!("N = {n}: {}", unit_spread(&p));
             std::fs::remove_file(&p).expect("journal");
         }
         let bound = Searcher::new(n).root_bound();
@@ -279,6 +281,33 @@ fn record(
         );
     }
     ExitCode::SUCCESS
+}
+
+/// How a proof's nodes spread over its units, from its journal (every unit, earlier runs'
+/// included): the share the largest 1% of units hold, the largest unit and the median.
+fn unit_spread(journal: &std::path::Path) -> String {
+    let text = std::fs::read_to_string(journal).expect("journal");
+    let mut units: Vec<(u64, u64)> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| Some((v.get("nodes")?.as_u64()?, v.get("unit")?.as_u64()?)))
+        .collect();
+    if units.is_empty() {
+        return "no units journaled".into();
+    }
+    units.sort_unstable_by(|a, b| b.cmp(a));
+    let total: u64 = units.iter().map(|u| u.0).sum();
+    let top = units.len().div_ceil(100);
+    let top_nodes: u64 = units[..top].iter().map(|u| u.0).sum();
+    format!(
+        "{} units, {total} nodes; the largest 1% ({top} units) hold {:.1}% of the nodes; \
+         largest unit {} ({} nodes), median {} nodes",
+        units.len(),
+        100.0 * top_nodes as f64 / total.max(1) as f64,
+        units[0].1,
+        units[0].0,
+        units[units.len() / 2].0
+    )
 }
 
 /// The value and game of `records/sieve.tsv`'s row for `n`, if there is one.
