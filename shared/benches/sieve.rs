@@ -45,7 +45,8 @@
 //! finished unit, its wall seconds are this run's only, and the file is removed once the
 //! row is printed, after a line on stderr saying how the nodes spread over the units (the
 //! share of the largest 1%, the largest unit, the median). `--units K` splits each N into K units instead of the campaigns' 256 (a
-//! local proof does not donate, so a finer split keeps the threads busy to the end).
+//! finer split loses less when a run stops; either way a unit donates its untried subtrees to
+//! a thread left without work, `sieve::work_queue`, and stderr says how many pieces it gave).
 
 use std::process::ExitCode;
 use std::time::Instant;
@@ -265,7 +266,11 @@ fn record(
         let earlier = journal.as_ref().map_or(0.0, Journal::earlier_cpu_seconds);
         let cpu = process_cpu_seconds() - cpu + earlier;
         if let Some(p) = path.filter(|p| p.exists()) {
-            eprintln!("N = {n}: {}", unit_spread(&p));
+            eprintln!(
+                "N = {n}: {}; {} pieces donated to idle threads",
+                unit_spread(&p),
+                proven.donated
+            );
             std::fs::remove_file(&p).expect("journal");
         }
         let bound = Searcher::new(n).root_bound();

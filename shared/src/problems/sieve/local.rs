@@ -7,8 +7,10 @@ use std::sync::Mutex;
 
 use rayon::prelude::*;
 
+use super::work_queue::{FinishedFamily, WorkQueue};
+
 use super::Sieve;
-use crate::problem::{Problem, ProblemError, Scored, SolveContext, UnitOutcome, Verification};
+use crate::problem::{Problem, ProblemError, Scored, SolveContext, Verification};
 use crate::registry::ProblemDef;
 
 /// A proven optimum: its score, a game reaching it, and the work it took.
@@ -22,6 +24,8 @@ pub struct Proven {
     pub units: usize,
     /// Search nodes evaluated over all units.
     pub nodes: u64,
+    /// Pieces units donated to threads left without work ([`super::work_queue`]).
+    pub donated: u64,
 }
 
 /// Which proof a [`UnitLog`] belongs to: units are indices into the split of N under one
@@ -103,31 +107,6 @@ impl SolveContext for Shared {
     }
 }
 
-/// One unit's view of the shared context: counts the unit's nodes.
-struct UnitContext<'a> {
-    shared: &'a Shared,
-    nodes: AtomicU64,
-}
-
-impl SolveContext for UnitContext<'_> {
-    fn resume_cursor(&self) -> Option<&[u8]> {
-        None
-    }
-    fn bound(&self) -> Option<i64> {
-        self.shared.bound()
-    }
-    fn improve(&self, found: Scored) {
-        self.shared.improve(found);
-    }
-    fn progress(&self, nodes: u64, _fraction: Option<f64>) {
-        self.nodes.store(nodes, Ordering::Relaxed);
-    }
-    fn checkpoint(&self, _cursor: Vec<u8>) {}
-    fn stop_requested(&self) -> bool {
-        self.shared.at_ceiling()
-    }
-}
-
 /// Proves the optimum for 1..=n on `threads` threads (0 = rayon's default), with the
 /// splitter's default number of units; every reported game is re-scored by the verifier.
 pub fn prove(n: u32, threads: usize) -> Result<Proven, ProblemError> {
@@ -166,9 +145,9 @@ pub struct ProofOptions<'a> {
     /// below the ceiling (0: no polish; the records' runs use [`POLISH_STEPS`]; a game the
     /// polish brings to the ceiling closes N with 0 units, as the plain starting game does).
     pub polish_steps: u64,
-    /// Units to split into (the splitter's default when `None`; a finer split keeps every
-    /// thread busy to the end, since a local proof does not donate, and loses less when
-    /// stopped).
+    /// Units to split into (the splitter's default when `None`; a finer split loses less
+    /// when stopped). Units donate to threads left without work
+    /// ([`super::work_queue`]), so the split need not be fine to keep them busy.
     pub units: Option<u32>,
     /// Where each finished unit is recorded; the units it says earlier runs finished are
     /// skipped (their nodes and games count as if searched now). The starting game is
@@ -190,6 +169,7 @@ pub fn prove_with(n: u32, options: ProofOptions) -> Result<Proven, ProblemError>
                     moves,
                     units: 0,
                     nodes: 0,
+                    donated: 0,
                 });
             }
             Some(Scored {
@@ -317,6 +297,7 @@ fn prove_from(
                 .map_err(|e| ProblemError::Solver(e.to_string()))?,
             units: 0,
             nodes: 0,
+            donated: 0,
         });
     }
     let batch = sieve.split(None, usize::MAX)?;
@@ -359,54 +340,39 @@ fn prove_from(
             }
         }
     }
-    let outcomes: Vec<(Result<UnitOutcome, ProblemError>, u64)> = pool.install(|| {
+    let queue = WorkQueue::new(
         batch
             .units
-            .par_iter()
+            .iter()
             .enumerate()
             .filter(|(index, _)| !done[*index])
-            .map(|(index, unit)| {
-                if shared.at_ceiling() {
-                    return (Ok(UnitOutcome::Stopped), 0);
-                }
-                let ctx = UnitContext {
-                    shared: &shared,
-                    nodes: AtomicU64::new(0),
-                };
-                let outcome = sieve.solve(&unit.payload, &ctx);
-                let unit_nodes = ctx.nodes.load(Ordering::Relaxed);
-                if let (Some(log), Ok(UnitOutcome::Searched { best, .. })) = (log, &outcome) {
-                    let finished = FinishedUnit {
-                        index,
-                        payload: unit.payload.clone(),
-                        nodes: unit_nodes,
-                        best: best.clone(),
-                    };
-                    if let Err(e) = log.finish(&finished) {
-                        return (Err(e), unit_nodes);
-                    }
-                }
-                (outcome, unit_nodes)
-            })
-            .collect()
-    });
-    for (outcome, unit_nodes) in outcomes {
-        nodes += unit_nodes;
-        match outcome? {
-            UnitOutcome::Searched { best, .. } => {
-                searched += 1;
-                if let Some(found) = best {
-                    shared.improve(found);
-                }
+            .map(|(index, unit)| (index, unit.payload.clone()))
+            .collect(),
+    );
+    let finished_units = AtomicU64::new(0);
+    let worked = queue.run(
+        &pool,
+        pool.current_num_threads(),
+        &|payload, ctx| sieve.solve(payload, ctx),
+        &shared,
+        &|family: FinishedFamily| {
+            finished_units.fetch_add(1, Ordering::Relaxed);
+            if let Some(found) = &family.best {
+                shared.improve(found.clone());
             }
-            UnitOutcome::Stopped if shared.at_ceiling() => {}
-            other => {
-                return Err(ProblemError::Solver(format!(
-                    "sieve N={n}: a unit ended as {other:?}"
-                )))
+            match log {
+                Some(log) => log.finish(&FinishedUnit {
+                    index: family.index,
+                    payload: batch.units[family.index].payload.clone(),
+                    nodes: family.nodes,
+                    best: family.best,
+                }),
+                None => Ok(()),
             }
-        }
-    }
+        },
+    )?;
+    nodes += worked.nodes;
+    searched += finished_units.into_inner() as usize;
     let best = shared
         .best
         .into_inner()
@@ -432,5 +398,6 @@ fn prove_from(
         moves,
         units: searched,
         nodes,
+        donated: worked.donated,
     })
 }

@@ -110,6 +110,7 @@ pub mod search;
 pub mod table;
 pub mod unit;
 pub mod warm_lp;
+mod work_queue;
 
 use clap::Args;
 use serde::{Deserialize, Serialize};

@@ -1,0 +1,429 @@
+//! The units of a local proof ([`super::local`]) as a queue its threads share, with
+//! donation: when a thread waits for work and the queue is empty, the units being searched
+//! are asked to split ([`SolveContext::split_requested`]) and hand their untried subtrees to
+//! the queue, as a worker's unit donates to the coordinator. So a proof whose work sits in
+//! one unit (at N = 779 the last 137 of 2,050 units left one of two threads idle) keeps
+//! every thread busy to the end.
+//!
+//! Each unit of the split heads a *family*: itself and every piece donated from it or from
+//! its pieces. A family is finished, and reported to [`WorkQueue::run`]'s caller, only once
+//! every piece has been searched to its end, so a journal that records finished units never
+//! records one whose donated subtrees were lost in a stop.
+
+use std::collections::VecDeque;
+use std::sync::{Condvar, Mutex};
+
+use crate::problem::{ProblemError, Scored, SolveContext, UnitOutcome, UnitSpec};
+
+/// A unit of the split, finished with every piece donated from it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FinishedFamily {
+    /// Its index among the units given to [`WorkQueue::new`].
+    pub index: usize,
+    /// Nodes its pieces took together.
+    pub nodes: u64,
+    /// The best game its pieces found above the bounds they were searched against.
+    pub best: Option<Scored>,
+}
+
+/// Searches one piece's payload with the context given.
+pub type SolvePiece<'a> =
+    dyn Fn(&[u8], &dyn SolveContext) -> Result<UnitOutcome, ProblemError> + Sync + 'a;
+
+/// Told of each family finished; an error stops the proof.
+pub type FinishFamily<'a> = dyn Fn(FinishedFamily) -> Result<(), ProblemError> + Sync + 'a;
+
+/// One piece of work: a payload and the family it belongs to.
+struct Piece {
+    family: usize,
+    payload: Vec<u8>,
+}
+
+/// A family's pieces so far.
+#[derive(Default)]
+struct Family {
+    /// Pieces queued or being searched.
+    open: usize,
+    nodes: u64,
+    best: Option<Scored>,
+    /// A piece ended without searching its subtree (the proof is stopping).
+    incomplete: bool,
+}
+
+/// The queue's state, under one lock.
+struct State {
+    pieces: VecDeque<Piece>,
+    families: Vec<Family>,
+    /// Threads waiting for a piece.
+    idle: usize,
+    /// Pieces queued or being searched, over all families.
+    open: usize,
+    /// Pieces handed out by donation.
+    donated: u64,
+    /// The first error: every thread stops.
+    error: Option<ProblemError>,
+}
+
+/// Units shared by a proof's threads (see the module docs).
+pub struct WorkQueue {
+    state: Mutex<State>,
+    wake: Condvar,
+}
+
+/// What a proof's threads did ([`WorkQueue::run`]).
+#[derive(Debug, Default)]
+pub struct Worked {
+    /// Nodes of every piece searched, finished families' or not.
+    pub nodes: u64,
+    /// Pieces handed out by donation.
+    pub donated: u64,
+}
+
+impl WorkQueue {
+    /// A queue of `units`, in the order given, each `(index, payload)`.
+    pub fn new(units: Vec<(usize, Vec<u8>)>) -> WorkQueue {
+        let families = units.iter().map(|(i, _)| i + 1).max().unwrap_or(0);
+        let mut state = State {
+            pieces: VecDeque::with_capacity(units.len()),
+            families: (0..families).map(|_| Family::default()).collect(),
+            idle: 0,
+            open: units.len(),
+            donated: 0,
+            error: None,
+        };
+        for (index, payload) in units {
+            state.families[index].open += 1;
+            state.pieces.push_back(Piece {
+                family: index,
+                payload,
+            });
+        }
+        WorkQueue {
+            state: Mutex::new(state),
+            wake: Condvar::new(),
+        }
+    }
+
+    /// Searches every piece on `threads` threads of `pool`: `solve` searches one payload
+    /// with the context it is given (which offers donation), and `finished` is called once
+    /// per family when its last piece is searched (an error there stops the proof). Returns
+    /// the first error of `solve` or `finished`; `stop` says when pieces should stop
+    /// (their outcome then is [`UnitOutcome::Stopped`], and their family is never finished).
+    pub fn run(
+        &self,
+        pool: &rayon::ThreadPool,
+        threads: usize,
+        solve: &SolvePiece<'_>,
+        base: &(dyn SolveContext + Sync),
+        finished: &FinishFamily<'_>,
+    ) -> Result<Worked, ProblemError> {
+        let nodes = std::sync::atomic::AtomicU64::new(0);
+        pool.scope(|scope| {
+            for _ in 0..threads.max(1) {
+                scope.spawn(|_| {
+                    while let Some(piece) = self.next_piece() {
+                        let ctx = PieceContext {
+                            base,
+                            queue: self,
+                            family: piece.family,
+                            nodes: std::sync::atomic::AtomicU64::new(0),
+                        };
+                        let outcome = if base.stop_requested() {
+                            Ok(UnitOutcome::Stopped)
+                        } else {
+                            solve(&piece.payload, &ctx)
+                        };
+                        let piece_nodes = ctx.nodes.load(std::sync::atomic::Ordering::Relaxed);
+                        nodes.fetch_add(piece_nodes, std::sync::atomic::Ordering::Relaxed);
+                        let stopping = base.stop_requested();
+                        self.close(piece.family, outcome, piece_nodes, stopping, finished);
+                    }
+                });
+            }
+        });
+        let state = self.state.lock().expect("poisoned");
+        if let Some(e) = &state.error {
+            return Err(e.clone());
+        }
+        Ok(Worked {
+            nodes: nodes.into_inner(),
+            donated: state.donated,
+        })
+    }
+
+    /// The next piece, waiting while others may still donate; `None` when all is done or
+    /// an error stops the proof.
+    fn next_piece(&self) -> Option<Piece> {
+        let mut state = self.state.lock().expect("poisoned");
+        loop {
+            if state.error.is_some() {
+                return None;
+            }
+            if let Some(piece) = state.pieces.pop_front() {
+                return Some(piece);
+            }
+            if state.open == 0 {
+                return None;
+            }
+            state.idle += 1;
+            state = self.wake.wait(state).expect("poisoned");
+            state.idle -= 1;
+        }
+    }
+
+    /// Records a piece's end (`stopping`: the proof is stopping, so a stopped piece is no
+    /// error); finishes its family when it was the last.
+    fn close(
+        &self,
+        family: usize,
+        outcome: Result<UnitOutcome, ProblemError>,
+        nodes: u64,
+        stopping: bool,
+        finished: &FinishFamily<'_>,
+    ) {
+        let mut state = self.state.lock().expect("poisoned");
+        let done = {
+            let f = &mut state.families[family];
+            f.open -= 1;
+            f.nodes += nodes;
+            match &outcome {
+                Ok(UnitOutcome::Searched { best, .. }) => {
+                    if let Some(found) = best {
+                        if f.best.as_ref().is_none_or(|b| found.score > b.score) {
+                            f.best = Some(found.clone());
+                        }
+                    }
+                }
+                _ => f.incomplete = true,
+            }
+            (f.open == 0 && !f.incomplete).then(|| FinishedFamily {
+                index: family,
+                nodes: f.nodes,
+                best: f.best.clone(),
+            })
+        };
+        let mut error = match outcome {
+            Ok(UnitOutcome::Searched { .. }) => None,
+            Ok(UnitOutcome::Stopped) if stopping => None,
+            Ok(other) => Some(ProblemError::Solver(format!(
+                "a sieve unit ended as {other:?}"
+            ))),
+            Err(e) => Some(e),
+        };
+        if error.is_none() {
+            if let Some(family) = done {
+                // Called under the lock: journal lines stay whole and in order.
+                error = finished(family).err();
+            }
+        }
+        if state.error.is_none() {
+            state.error = error;
+        }
+        state.open -= 1;
+        self.wake.notify_all();
+    }
+}
+
+/// One piece's view of the proof's context: counts its nodes, offers donation to the queue,
+/// and stops it when another thread failed.
+struct PieceContext<'a> {
+    base: &'a (dyn SolveContext + Sync),
+    queue: &'a WorkQueue,
+    family: usize,
+    nodes: std::sync::atomic::AtomicU64,
+}
+
+impl SolveContext for PieceContext<'_> {
+    fn resume_cursor(&self) -> Option<&[u8]> {
+        None
+    }
+    fn bound(&self) -> Option<i64> {
+        self.base.bound()
+    }
+    fn improve(&self, found: Scored) {
+        self.base.improve(found);
+    }
+    fn progress(&self, nodes: u64, _fraction: Option<f64>) {
+        self.nodes
+            .store(nodes, std::sync::atomic::Ordering::Relaxed);
+    }
+    fn checkpoint(&self, _cursor: Vec<u8>) {}
+    fn stop_requested(&self) -> bool {
+        self.base.stop_requested() || self.queue.state.lock().expect("poisoned").error.is_some()
+    }
+    fn split_requested(&self) -> bool {
+        let state = self.queue.state.lock().expect("poisoned");
+        state.idle > 0 && state.pieces.is_empty()
+    }
+    fn donate(&self, units: Vec<UnitSpec>, _remaining: Vec<u8>) -> bool {
+        let mut state = self.queue.state.lock().expect("poisoned");
+        if state.error.is_some() {
+            return false;
+        }
+        let count = units.len();
+        // At the front: the waiting threads take them before any unit not yet started.
+        for unit in units.into_iter().rev() {
+            state.pieces.push_front(Piece {
+                family: self.family,
+                payload: unit.payload,
+            });
+        }
+        state.families[self.family].open += count;
+        state.open += count;
+        state.donated += count as u64;
+        self.queue.wake.notify_all();
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::{Duration, Instant};
+
+    use super::*;
+
+    /// The proof's own context: no bound, stops when told.
+    #[derive(Default)]
+    struct Base {
+        stop: AtomicBool,
+    }
+
+    impl SolveContext for Base {
+        fn resume_cursor(&self) -> Option<&[u8]> {
+            None
+        }
+        fn bound(&self) -> Option<i64> {
+            None
+        }
+        fn improve(&self, _found: Scored) {}
+        fn progress(&self, _nodes: u64, _fraction: Option<f64>) {}
+        fn checkpoint(&self, _cursor: Vec<u8>) {}
+        fn stop_requested(&self) -> bool {
+            self.stop.load(Ordering::Relaxed)
+        }
+    }
+
+    fn piece(payload: &[u8]) -> UnitSpec {
+        UnitSpec {
+            label: String::new(),
+            payload: payload.to_vec(),
+        }
+    }
+
+    fn searched(score: Option<i64>) -> Result<UnitOutcome, ProblemError> {
+        Ok(UnitOutcome::Searched {
+            best: score.map(|score| Scored {
+                solution: serde_json::json!({ "score": score }),
+                score,
+            }),
+            hits: Vec::new(),
+        })
+    }
+
+    /// A fake search: 10 nodes a piece; payload `[1]` donates two `[2]`s, `[2]` donates one
+    /// `[0]` and finds a game scoring 7; `[3]` fails; `[4]` stops.
+    fn fake(payload: &[u8], ctx: &dyn SolveContext) -> Result<UnitOutcome, ProblemError> {
+        ctx.progress(10, None);
+        match payload {
+            [1] => {
+                assert!(ctx.donate(vec![piece(&[2]), piece(&[2])], Vec::new()));
+                searched(Some(5))
+            }
+            [2] => {
+                assert!(ctx.donate(vec![piece(&[0])], Vec::new()));
+                searched(Some(7))
+            }
+            [3] => Err(ProblemError::Solver("the fake failed".into())),
+            [4] => Ok(UnitOutcome::Stopped),
+            _ => searched(None),
+        }
+    }
+
+    fn pool(threads: usize) -> rayon::ThreadPool {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap()
+    }
+
+    fn run(
+        units: Vec<(usize, Vec<u8>)>,
+        threads: usize,
+        base: &Base,
+    ) -> (Result<Worked, ProblemError>, Vec<FinishedFamily>) {
+        let finished = Mutex::new(Vec::new());
+        let worked = WorkQueue::new(units).run(&pool(threads), threads, &fake, base, &|f| {
+            finished.lock().unwrap().push(f);
+            Ok(())
+        });
+        (worked, finished.into_inner().unwrap())
+    }
+
+    #[test]
+    fn a_family_finishes_only_once_every_donated_piece_is_searched() {
+        let units = vec![(0, vec![0]), (1, vec![1]), (2, vec![0])];
+        let (worked, finished) = run(units, 1, &Base::default());
+        let worked = worked.unwrap();
+        // Unit 1, its two [2]s and their two [0]s.
+        assert_eq!(worked.donated, 4);
+        assert_eq!(worked.nodes, 70);
+        let summary: Vec<(usize, u64, Option<i64>)> = finished
+            .iter()
+            .map(|f| (f.index, f.nodes, f.best.as_ref().map(|b| b.score)))
+            .collect();
+        // Donated pieces go first, so unit 1's family ends before unit 2 starts.
+        assert_eq!(summary, [(0, 10, None), (1, 50, Some(7)), (2, 10, None)]);
+    }
+
+    #[test]
+    fn an_idle_thread_is_offered_a_donation() {
+        // One unit on two threads: it waits (up to a deadline) until the queue asks for a
+        // split, which happens once the other thread waits for work, then donates.
+        let waiting = |payload: &[u8], ctx: &dyn SolveContext| {
+            if payload == [9] {
+                let deadline = Instant::now() + Duration::from_secs(30);
+                while !ctx.split_requested() {
+                    assert!(Instant::now() < deadline, "no split was requested");
+                    std::thread::yield_now();
+                }
+                assert!(ctx.donate(vec![piece(&[0])], Vec::new()));
+            }
+            ctx.progress(3, None);
+            searched(None)
+        };
+        let finished = Mutex::new(Vec::new());
+        let worked = WorkQueue::new(vec![(0, vec![9])])
+            .run(&pool(2), 2, &waiting, &Base::default(), &|f| {
+                finished.lock().unwrap().push(f);
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(worked.donated, 1);
+        let finished = finished.into_inner().unwrap();
+        assert_eq!(finished.len(), 1);
+        assert_eq!(finished[0].nodes, 6);
+    }
+
+    #[test]
+    fn an_error_stops_the_proof_and_leaves_its_family_unfinished() {
+        let units = vec![(0, vec![3]), (1, vec![0])];
+        let (worked, finished) = run(units, 1, &Base::default());
+        assert!(worked.unwrap_err().to_string().contains("the fake failed"));
+        assert!(finished.is_empty(), "{finished:?}");
+    }
+
+    #[test]
+    fn a_stop_nobody_asked_for_is_an_error_and_an_asked_one_is_not() {
+        let (worked, finished) = run(vec![(0, vec![4])], 1, &Base::default());
+        assert!(worked.unwrap_err().to_string().contains("Stopped"));
+        assert!(finished.is_empty());
+
+        // Once the proof stops, no piece is searched and no family finishes.
+        let stopping = Base::default();
+        stopping.stop.store(true, Ordering::Relaxed);
+        let (worked, finished) = run(vec![(0, vec![4]), (1, vec![0])], 1, &stopping);
+        assert_eq!(worked.unwrap().nodes, 0);
+        assert!(finished.is_empty());
+    }
+}
