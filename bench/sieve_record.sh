@@ -5,7 +5,8 @@
 # versions, commit, date, an optimal game), resuming after the largest N already recorded and,
 # within an N, after the units a stopped run finished (records/in-progress/N.jsonl).
 #   [UNITS=K] bench/sieve_record.sh A B [THREADS]     (default THREADS: 2, K: 2048 units an N;
-#   the tree is the campaigns', cut finer, since an in-process proof does not donate)
+#   the tree is the campaigns', cut finer so that a stopped run loses less; a unit donates its
+#   untried subtrees to a thread left without work, sieve::work_queue)
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 from=${1:?first N}
 to=${2:?last N}
