@@ -188,11 +188,72 @@ impl Cycles {
 struct Successors {
     first: Vec<u32>,
     list: Vec<u32>,
+    /// Each pair's strongly connected component: a cycle through a pair stays within it.
+    component: Vec<u32>,
 }
 
 impl Successors {
     fn of(&self, i: usize) -> &[u32] {
         &self.list[self.first[i] as usize..self.first[i + 1] as usize]
+    }
+
+    /// Labels the strongly connected components (Tarjan's algorithm, without recursion).
+    fn label_components(&mut self) {
+        let count = self.first.len().saturating_sub(1);
+        const NONE: u32 = u32::MAX;
+        let mut index = vec![NONE; count];
+        let mut low = vec![0u32; count];
+        let mut on_stack = vec![false; count];
+        let mut stack: Vec<u32> = Vec::new();
+        let mut component = vec![NONE; count];
+        // (pair, position in its successors)
+        let mut calls: Vec<(u32, u32)> = Vec::new();
+        let (mut next_index, mut next_component) = (0u32, 0u32);
+        for root in 0..count {
+            if index[root] != NONE {
+                continue;
+            }
+            calls.push((root as u32, 0));
+            index[root] = next_index;
+            low[root] = next_index;
+            next_index += 1;
+            stack.push(root as u32);
+            on_stack[root] = true;
+            while let Some(&mut (v, ref mut at)) = calls.last_mut() {
+                let v = v as usize;
+                if let Some(&w) = self.of(v).get(*at as usize) {
+                    *at += 1;
+                    let w = w as usize;
+                    if index[w] == NONE {
+                        index[w] = next_index;
+                        low[w] = next_index;
+                        next_index += 1;
+                        stack.push(w as u32);
+                        on_stack[w] = true;
+                        calls.push((w as u32, 0));
+                    } else if on_stack[w] {
+                        low[v] = low[v].min(index[w]);
+                    }
+                    continue;
+                }
+                calls.pop();
+                if let Some(&(parent, _)) = calls.last() {
+                    let parent = parent as usize;
+                    low[parent] = low[parent].min(low[v]);
+                }
+                if low[v] == index[v] {
+                    while let Some(w) = stack.pop() {
+                        on_stack[w as usize] = false;
+                        component[w as usize] = next_component;
+                        if w as usize == v {
+                            break;
+                        }
+                    }
+                    next_component += 1;
+                }
+            }
+        }
+        self.component = component;
     }
 }
 
@@ -1086,6 +1147,7 @@ impl CycleFinder {
         let mut successors = Successors {
             first: Vec::with_capacity(pairs.len() + 1),
             list: Vec::new(),
+            component: Vec::new(),
         };
         for (i, &(_, b)) in pairs.iter().enumerate() {
             successors.first.push(successors.list.len() as u32);
@@ -1105,6 +1167,7 @@ impl CycleFinder {
         for &(a, _) in pairs {
             self.pair_of[a as usize] = u32::MAX;
         }
+        successors.label_components();
         successors
     }
 
@@ -1209,6 +1272,7 @@ impl CycleFinder {
         below: u32,
     ) -> Option<Vec<usize>> {
         let count = cost.len();
+        let component = successors.component[start];
         self.dist.clear();
         self.dist.resize(count, u32::MAX);
         self.parent.clear();
@@ -1225,7 +1289,9 @@ impl CycleFinder {
             }
             for &j in successors.of(i) {
                 let j = j as usize;
-                if !left[j] {
+                // Outside start's component no path leads back to it (and nothing there
+                // changes the distances or the order inside it).
+                if !left[j] || successors.component[j] != component {
                     continue;
                 }
                 let nd = d + cost[j];
@@ -1486,6 +1552,23 @@ mod tests {
                 assert!(plain_paths.any(|q| q == path), "n = {n}: {path:?}");
             }
         }
+    }
+
+    #[test]
+    fn components_are_the_strongly_connected_ones() {
+        // 0 -> 1 -> 2 -> 0, 2 -> 3, 3 <-> 4, 5 alone, 4 -> 5.
+        let edges: [&[u32]; 6] = [&[1], &[2], &[0, 3], &[4], &[3, 5], &[]];
+        let mut successors = Successors::default();
+        for list in edges {
+            successors.first.push(successors.list.len() as u32);
+            successors.list.extend_from_slice(list);
+        }
+        successors.first.push(successors.list.len() as u32);
+        successors.label_components();
+        let c = &successors.component;
+        assert!(c[0] == c[1] && c[1] == c[2]);
+        assert_eq!(c[3], c[4]);
+        assert!(c[2] != c[3] && c[4] != c[5] && c[0] != c[5]);
     }
 
     #[test]
