@@ -131,7 +131,16 @@ impl WorkQueue {
                         let outcome = if base.stop_requested() {
                             Ok(UnitOutcome::Stopped)
                         } else {
-                            solve(&piece.payload, &ctx)
+                            // A panic becomes the proof's error: the other threads must
+                            // not wait for this piece forever.
+                            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                                solve(&piece.payload, &ctx)
+                            }))
+                            .unwrap_or_else(|_| {
+                                Err(ProblemError::Solver(
+                                    "a sieve unit's search panicked".into(),
+                                ))
+                            })
                         };
                         let piece_nodes = ctx.nodes.load(std::sync::atomic::Ordering::Relaxed);
                         nodes.fetch_add(piece_nodes, std::sync::atomic::Ordering::Relaxed);
@@ -403,6 +412,26 @@ mod tests {
         let finished = finished.into_inner().unwrap();
         assert_eq!(finished.len(), 1);
         assert_eq!(finished[0].nodes, 6);
+    }
+
+    #[test]
+    fn a_panic_is_an_error_not_a_hang() {
+        // The panicking piece runs while the other thread waits for work.
+        let panicking = |payload: &[u8], ctx: &dyn SolveContext| {
+            if payload == [5] {
+                panic!("a bug in the search");
+            }
+            ctx.progress(1, None);
+            searched(None)
+        };
+        let worked = WorkQueue::new(vec![(0, vec![5])]).run(
+            &pool(2),
+            2,
+            &panicking,
+            &Base::default(),
+            &|_| Ok(()),
+        );
+        assert!(worked.unwrap_err().to_string().contains("panicked"));
     }
 
     #[test]
