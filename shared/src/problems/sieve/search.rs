@@ -782,14 +782,15 @@ impl Searcher {
 
     /// Builds child `i` of a node whose children are `branches`, from `base` (the node with
     /// the pairs of the children before i fixed), and fixes child i's pair, if it has one,
-    /// in `base` for the next sibling.
+    /// in `base` for the next sibling (when there is one).
     fn child(&mut self, base: &mut Matching, branches: &[Child], i: usize) -> Matching {
         let c = &branches[i];
         let mut child = base.clone();
         for &(a, b) in &c.exclude {
             child.exclude(&self.graph, a, b, &mut self.scratch);
         }
-        if let Some((a, b)) = c.then_fix {
+        // The last child has no sibling after it to build from `base`.
+        if let Some((a, b)) = c.then_fix.filter(|_| i + 1 < branches.len()) {
             base.fix(&self.graph, a, b, &mut self.scratch);
         }
         child
@@ -942,7 +943,8 @@ impl Searcher {
                 path.push(i as u16);
                 node = match top.prepared.get_mut(i).and_then(Option::take) {
                     Some(built) => {
-                        if let Some((a, b)) = top.branches[i].then_fix {
+                        let last = i + 1 == top.branches.len();
+                        if let Some((a, b)) = top.branches[i].then_fix.filter(|_| !last) {
                             top.base.fix(&self.graph, a, b, &mut self.scratch);
                         }
                         built
