@@ -240,6 +240,9 @@ pub struct Matching {
     /// A second matching of the same node under other weights, kept in step
     /// ([`Matching::with_shadow`]).
     shadow: Option<Box<Shadow>>,
+    /// The sum of the live numbers' duals, kept up to date as they move (the bound is read
+    /// far more often than it changes).
+    live_duals: i64,
 }
 
 /// The shadow of a [`Matching`]: the same node's matching on a reweighted graph.
@@ -269,6 +272,7 @@ impl Matching {
             slots: vec![Slot::default(); size],
             fixed_score: g.offset,
             shadow: None,
+            live_duals: 0,
         };
         m.slots[0].dead = true;
         for &x in removed {
@@ -311,6 +315,7 @@ impl Matching {
                 .collect(),
             fixed_score: g.offset,
             shadow: None,
+            live_duals: 0,
         };
         for (big, slot) in self.slots.iter().enumerate() {
             if slot.dead && slot.mate != 0 && (slot.mate as usize) < big {
@@ -338,6 +343,7 @@ impl Matching {
                 .max(0);
             self.slots[v as usize].y = top;
         }
+        self.live_duals = self.sum_live_duals();
         for v in (1..size as u32).rev() {
             self.settle(g, v, scratch);
         }
@@ -360,13 +366,17 @@ impl Matching {
     /// The graph's offset, the fixed pairs' weights and the matching's weight (the bound
     /// of this matching alone, without its shadow's).
     pub fn matching_bound(&self) -> i64 {
-        self.fixed_score
-            + self
-                .slots
-                .iter()
-                .filter(|s| !s.dead)
-                .map(|s| i64::from(s.y))
-                .sum::<i64>()
+        debug_assert_eq!(self.live_duals, self.sum_live_duals());
+        self.fixed_score + self.live_duals
+    }
+
+    /// The live numbers' duals added up afresh.
+    fn sum_live_duals(&self) -> i64 {
+        self.slots
+            .iter()
+            .filter(|s| !s.dead)
+            .map(|s| i64::from(s.y))
+            .sum()
     }
 
     /// The graph's offset plus the weights of the fixed pairs.
@@ -444,8 +454,12 @@ impl Matching {
         );
         self.slots[big as usize].mate = small;
         self.slots[small as usize].mate = big;
-        self.slots[big as usize].dead = true;
-        self.slots[small as usize].dead = true;
+        for x in [big, small] {
+            if !self.slots[x as usize].dead {
+                self.live_duals -= i64::from(self.slots[x as usize].y);
+            }
+            self.slots[x as usize].dead = true;
+        }
         self.fixed_score += i64::from(g.weight(big, small));
         if old_big != small {
             // Both former mates lose their partner before either is settled (a settle must
@@ -573,6 +587,9 @@ impl Matching {
         for &i in &sc.inner_list {
             self.slots[i as usize].y += delta;
         }
+        // The tree's numbers are live.
+        self.live_duals -=
+            i64::from(delta) * (sc.outer_list.len() as i64 - sc.inner_list.len() as i64);
         let Some(&o) = sc
             .outer_list
             .iter()
