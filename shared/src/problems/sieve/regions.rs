@@ -219,6 +219,29 @@ impl RegionBound {
     }
 }
 
+/// A divisibility test by one divisor without a division (Lemire, Kaser and Kurz, "Faster
+/// remainder by direct computation", 2019): `n` is a multiple of `d` exactly when
+/// `n * c mod 2^64 < c`, where `c = ceil(2^64 / d)`, for every 32-bit `n` and `d >= 2`.
+#[derive(Clone, Copy, Debug)]
+pub struct Divisor {
+    c: u64,
+}
+
+impl Divisor {
+    /// The test for `d` (at least 2).
+    pub fn new(d: u32) -> Divisor {
+        debug_assert!(d >= 2);
+        Divisor {
+            c: u64::MAX / u64::from(d) + 1,
+        }
+    }
+
+    /// Whether `n` is a multiple of the divisor.
+    pub fn divides(self, n: u32) -> bool {
+        u64::from(n).wrapping_mul(self.c) < self.c
+    }
+}
+
 /// True when no precedence cycle (i -> j when i's factor divides j's number) of `pairs`
 /// (big, small) runs through a pair from index `from` on; `colour` is scratch space. Callers
 /// put the fixed pairs first: a cycle of fixed pairs alone is not looked for, which only
@@ -238,12 +261,15 @@ pub fn is_acyclic(pairs: &[(u32, u32)], from: usize, colour: &mut Vec<u8>) -> bo
         while let Some(&mut (i, ref mut next)) = stack.last_mut() {
             let b = pairs[i].1;
             let mut step = None;
-            while *next < count {
-                let j = *next;
-                *next += 1;
-                if j != i && b > 1 && pairs[j].0.is_multiple_of(b) {
-                    step = Some(j);
-                    break;
+            if b > 1 {
+                let divides = Divisor::new(b);
+                while *next < count {
+                    let j = *next;
+                    *next += 1;
+                    if j != i && divides.divides(pairs[j].0) {
+                        step = Some(j);
+                        break;
+                    }
                 }
             }
             match step {
@@ -293,4 +319,21 @@ pub fn any_acyclic_assignment(
         }
     }
     false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The division-free test agrees with the remainder.
+        #[test]
+        fn divisor_agrees_with_the_remainder(d in 2u32.., n in any::<u32>(), small in 0u32..5000) {
+            prop_assert_eq!(Divisor::new(d).divides(n), n % d == 0);
+            let d = d % 5000 + 2;
+            prop_assert_eq!(Divisor::new(d).divides(small), small % d == 0);
+            prop_assert!(Divisor::new(d).divides(small * d));
+        }
+    }
 }
