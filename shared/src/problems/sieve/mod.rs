@@ -110,7 +110,7 @@ pub mod search;
 pub mod table;
 pub mod unit;
 pub mod warm_lp;
-mod work_queue;
+pub mod work_queue;
 
 use clap::Args;
 use serde::{Deserialize, Serialize};
