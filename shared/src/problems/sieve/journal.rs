@@ -256,6 +256,53 @@ mod tests {
     }
 
     #[test]
+    fn a_two_thread_proof_journals_each_unit_once_whatever_it_donated() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("326.jsonl");
+        let n = 326;
+        let proven = local::prove_with(
+            n,
+            local::ProofOptions {
+                threads: 2,
+                units: Some(8),
+                log: Some(&journal(&path)),
+                ..local::ProofOptions::default()
+            },
+        )
+        .unwrap();
+        let table = std::fs::read_to_string(super::super::table::PUBLISHED_TABLE).unwrap();
+        let published = super::super::table::parse_terms(&table).unwrap()[n as usize - 1];
+        assert_eq!(proven.score, published);
+        // One line per unit of the split, each unit once: a family's pieces are journaled
+        // as their unit, once all of them are searched.
+        let mut units: Vec<u64> = unit_lines(&path)
+            .iter()
+            .map(|l| {
+                serde_json::from_str::<Value>(l).unwrap()["unit"]
+                    .as_u64()
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(units.len(), proven.units);
+        units.sort_unstable();
+        units.dedup();
+        assert_eq!(units.len(), proven.units);
+        // A second run finds them all and searches nothing.
+        let again = local::prove_with(
+            n,
+            local::ProofOptions {
+                threads: 2,
+                units: Some(8),
+                log: Some(&journal(&path)),
+                ..local::ProofOptions::default()
+            },
+        )
+        .unwrap();
+        assert_eq!((again.score, again.nodes), (proven.score, proven.nodes));
+        assert_eq!(again.donated, 0);
+    }
+
+    #[test]
     fn a_journal_of_another_proof_is_refused_by_name() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("j.jsonl");
