@@ -208,6 +208,20 @@ mod tests {
         )
     }
 
+    /// A two-thread proof of `n` in 8 units, journaled in `log`.
+    fn two_threads(n: u32, log: &Journal) -> local::Proven {
+        local::prove_with(
+            n,
+            local::ProofOptions {
+                threads: 2,
+                units: Some(8),
+                log: Some(log),
+                ..local::ProofOptions::default()
+            },
+        )
+        .unwrap()
+    }
+
     fn journal(path: &Path) -> Journal {
         Journal::new(path, Box::new(|| 0.0))
     }
@@ -260,16 +274,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("326.jsonl");
         let n = 326;
-        let proven = local::prove_with(
-            n,
-            local::ProofOptions {
-                threads: 2,
-                units: Some(8),
-                log: Some(&journal(&path)),
-                ..local::ProofOptions::default()
-            },
-        )
-        .unwrap();
+        let proven = two_threads(n, &journal(&path));
         let table = std::fs::read_to_string(super::super::table::PUBLISHED_TABLE).unwrap();
         let published = super::super::table::parse_terms(&table).unwrap()[n as usize - 1];
         assert_eq!(proven.score, published);
@@ -288,16 +293,7 @@ mod tests {
         units.dedup();
         assert_eq!(units.len(), proven.units);
         // A second run finds them all and searches nothing.
-        let again = local::prove_with(
-            n,
-            local::ProofOptions {
-                threads: 2,
-                units: Some(8),
-                log: Some(&journal(&path)),
-                ..local::ProofOptions::default()
-            },
-        )
-        .unwrap();
+        let again = two_threads(n, &journal(&path));
         assert_eq!((again.score, again.nodes), (proven.score, proven.nodes));
         assert_eq!(again.donated, 0);
     }

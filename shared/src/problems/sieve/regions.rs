@@ -334,6 +334,9 @@ mod tests {
             let d = d % 5000 + 2;
             prop_assert_eq!(Divisor::new(d).divides(small), small % d == 0);
             prop_assert!(Divisor::new(d).divides(small * d));
+            // Just off a multiple, where an off-by-one in the test would show.
+            prop_assert!(!Divisor::new(d).divides(small * d + 1));
+            prop_assert!(small == 0 || !Divisor::new(d).divides(small * d - 1));
         }
     }
 }
