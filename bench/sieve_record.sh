@@ -6,7 +6,9 @@
 # within an N, after the units a stopped run finished (records/in-progress/N.jsonl).
 #   [UNITS=K] bench/sieve_record.sh A B [THREADS]     (default THREADS: 2, K: 2048 units an N;
 #   the tree is the campaigns', cut finer so that a stopped run loses less; a unit donates its
-#   untried subtrees to a thread left without work, sieve::work_queue)
+#   untried subtrees to a thread left without work, sieve::work_queue). Stop it with
+#   `touch target/sieve-record.stop` (it then exits within seconds, its open units journaled
+#   with their checkpoints); a kill loses the open units' work since they started.
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 from=${1:?first N}
 to=${2:?last N}
@@ -22,9 +24,15 @@ uptime
 # replaced (a checkout, a stash) lands in the file as it is then instead of being lost.
 # Finished units are journaled in records/in-progress/N.jsonl (removed once N's row is
 # written): a run stopped mid-N resumes there, also from a clone when the file is committed.
-mkdir -p records/in-progress
+# `touch target/sieve-record.stop` stops the run gracefully: each search stops at its next
+# checkpoint, and the units left open are journaled with their checkpoints (a unit holding
+# hours of work is resumed there, not searched again). The run removes the file when it
+# starts.
+stop=$PWD/target/sieve-record.stop
+mkdir -p records/in-progress target
+rm -f "$stop"
 cargo bench -q -p grind-shared --bench sieve -- --threads "$threads" --record "$from" "$to" "$commit" \
-  --units "${UNITS:-2048}" --journal "$PWD/records/in-progress" |
+  --units "${UNITS:-2048}" --journal "$PWD/records/in-progress" --stop-file "$stop" |
   while IFS= read -r row; do
     printf '%s\n' "$row" >>"$record"
   done

@@ -47,6 +47,9 @@
 //! share of the largest 1%, the largest unit, the median). `--units K` splits each N into K units instead of the campaigns' 256 (a
 //! finer split loses less when a run stops; either way a unit donates its untried subtrees to
 //! a thread left without work, `sieve::work_queue`, and stderr says how many pieces it gave).
+//! `--stop-file PATH` stops the run once PATH exists: every search stops at its next
+//! checkpoint and the units left open are journaled with their checkpoints, so that the
+//! next run resumes them there instead of from their starts.
 
 use std::process::ExitCode;
 use std::time::Instant;
@@ -119,6 +122,7 @@ fn main() -> ExitCode {
         let commit = args[at + 3].clone();
         let journal = flag(&mut args, "--journal").map(std::path::PathBuf::from);
         let units = flag(&mut args, "--units").map(|u| u.parse().expect("--units K"));
+        let stop_file = flag(&mut args, "--stop-file").map(std::path::PathBuf::from);
         return record(
             from,
             to,
@@ -127,6 +131,7 @@ fn main() -> ExitCode {
             polish,
             units,
             journal.as_deref(),
+            stop_file.as_deref(),
         );
     }
     if let Some(at) = args.iter().position(|a| a == "--check") {
@@ -230,6 +235,7 @@ fn check(from: u32, to: u32, terms: &[i64], threads: usize) -> ExitCode {
 }
 
 /// Proves every N in `from..=to` and prints one record row per N (see the module docs).
+#[allow(clippy::too_many_arguments)]
 fn record(
     from: u32,
     to: u32,
@@ -238,7 +244,9 @@ fn record(
     polish: bool,
     units: Option<u32>,
     journals: Option<&std::path::Path>,
+    stop_file: Option<&std::path::Path>,
 ) -> ExitCode {
+    let stop = stop_file.map(|p| move || p.exists());
     let date = today();
     // Each N builds on the proven N - 1 (the record's row for from - 1, then the row just
     // proven), as a family campaign does.
@@ -258,9 +266,17 @@ fn record(
                 polish_steps: if polish { local::POLISH_STEPS } else { 0 },
                 units,
                 log: journal.as_ref().map(|j| j as &dyn local::UnitLog),
+                stop: stop.as_ref().map(|s| s as &(dyn Fn() -> bool + Sync)),
             },
-        )
-        .expect("proof");
+        );
+        let proven = match proven {
+            Ok(proven) => proven,
+            Err(e) if stop.as_ref().is_some_and(|s| s()) => {
+                eprintln!("N = {n}: {e}");
+                return ExitCode::SUCCESS;
+            }
+            Err(e) => panic!("proof: {e}"),
+        };
         previous = Some((proven.score, proven.moves.clone()));
         let wall = wall.elapsed().as_secs_f64();
         let earlier = journal.as_ref().map_or(0.0, Journal::earlier_cpu_seconds);

@@ -9,6 +9,12 @@
 //! [`Journal::new`]). A line that does not parse (a write cut short by a kill) is skipped:
 //! its unit is searched again, and the next run starts on a new line.
 //!
+//! A run asked to stop ([`super::local::ProofOptions::stop`]) also writes one line per unit
+//! it leaves open (`{"open": index, ...}`): the unit's nodes and best game so far and its
+//! open pieces, each a payload and the checkpoint its search resumes from
+//! ([`super::work_queue::OpenFamily`]). The last such line of a unit stands until a line
+//! says the unit finished; a run killed without stopping loses only what it did since.
+//!
 //! Resuming is sound because the split is a function of N and the solver version (both in
 //! the header; each unit's payload is compared too) and a finished unit's search covered its
 //! whole subtree against a bound no higher than the best game then known, which the resumed
@@ -23,6 +29,7 @@ use std::sync::Mutex;
 use serde_json::{json, Value};
 
 use super::local::{FinishedUnit, ProofId, UnitLog};
+use super::work_queue::{OpenFamily, OpenPiece};
 use crate::problem::{ProblemError, Scored};
 
 /// A journal file for one proof (see the module docs).
@@ -31,6 +38,8 @@ pub struct Journal {
     file: Mutex<Option<File>>,
     earlier_cpu: Mutex<f64>,
     clock: Box<dyn Fn() -> f64 + Send + Sync>,
+    /// The units earlier runs left open, read by [`UnitLog::begin`].
+    open: Mutex<Vec<OpenFamily>>,
 }
 
 impl Journal {
@@ -42,12 +51,13 @@ impl Journal {
             file: Mutex::new(None),
             earlier_cpu: Mutex::new(0.0),
             clock,
+            open: Mutex::new(Vec::new()),
         }
     }
 
-    /// CPU seconds the earlier runs had used when each finished its last unit (the work
-    /// they did on units they did not finish is not counted: it is searched again). Known
-    /// once the proof has begun.
+    /// CPU seconds the earlier runs had used when each wrote its last line (a finished unit,
+    /// or a unit left open at a stop; the work a killed run did after its last line is not
+    /// counted: it is searched again). Known once the proof has begun.
     pub fn earlier_cpu_seconds(&self) -> f64 {
         *self.earlier_cpu.lock().expect("poisoned")
     }
@@ -56,9 +66,11 @@ impl Journal {
         ProblemError::Solver(format!("journal {}: {why}", self.path.display()))
     }
 
-    /// Reads the units of earlier runs and the CPU they used, checking the header.
+    /// Reads the units of earlier runs (finished, and left open) and the CPU they used,
+    /// checking the header.
     fn read(&self, proof: &ProofId) -> Result<(Vec<FinishedUnit>, u64, f64), ProblemError> {
         let (mut finished, mut runs, mut earlier_cpu, mut run_cpu) = (Vec::new(), 0, 0.0, 0.0f64);
+        let mut open: std::collections::BTreeMap<usize, OpenFamily> = Default::default();
         let reader = BufReader::new(File::open(&self.path).map_err(|e| self.error(e))?);
         let mut lines = reader.lines();
         let first = lines
@@ -83,12 +95,24 @@ impl Journal {
                 run_cpu = 0.0;
                 continue;
             }
+            if value.get("open").is_some() {
+                let Some(family) = parse_open(&value) else {
+                    continue;
+                };
+                run_cpu = run_cpu.max(value["cpu"].as_f64().unwrap_or(0.0));
+                open.insert(family.index, family);
+                continue;
+            }
             let Some(unit) = parse_unit(&value) else {
                 continue;
             };
             run_cpu = run_cpu.max(value["cpu"].as_f64().unwrap_or(0.0));
             finished.push(unit);
         }
+        for unit in &finished {
+            open.remove(&unit.index);
+        }
+        *self.open.lock().expect("poisoned") = open.into_values().collect();
         Ok((finished, runs, earlier_cpu + run_cpu))
     }
 }
@@ -130,25 +154,55 @@ impl UnitLog for Journal {
     }
 
     fn finish(&self, unit: &FinishedUnit) -> Result<(), ProblemError> {
-        let best = unit
-            .best
-            .as_ref()
-            .map(|b| json!({"score": b.score, "solution": b.solution}));
         let line = json!({
             "unit": unit.index,
             "payload": hex(&unit.payload),
             "nodes": unit.nodes,
-            "best": best,
+            "best": best_json(unit.best.as_ref()),
             "cpu": (self.clock)(),
         });
+        self.append(&line)
+    }
+
+    fn open_families(&self) -> Vec<OpenFamily> {
+        self.open.lock().expect("poisoned").clone()
+    }
+
+    fn leave_open(&self, family: &OpenFamily) -> Result<(), ProblemError> {
+        let pieces: Vec<Value> = family
+            .pieces
+            .iter()
+            .map(|p| json!({"payload": hex(&p.payload), "cursor": p.cursor.as_deref().map(hex)}))
+            .collect();
+        let line = json!({
+            "open": family.index,
+            "nodes": family.nodes,
+            "best": best_json(family.best.as_ref()),
+            "pieces": pieces,
+            "cpu": (self.clock)(),
+        });
+        self.append(&line)
+    }
+}
+
+impl Journal {
+    /// Appends one line and syncs it.
+    fn append(&self, line: &Value) -> Result<(), ProblemError> {
         let mut file = self.file.lock().expect("poisoned");
         let file = file
             .as_mut()
-            .ok_or_else(|| self.error("a unit finished before the proof began"))?;
+            .ok_or_else(|| self.error("a unit ended before the proof began"))?;
         writeln!(file, "{line}")
             .and_then(|()| file.sync_data())
             .map_err(|e| self.error(e))
     }
+}
+
+fn best_json(best: Option<&Scored>) -> Value {
+    best.map_or(
+        Value::Null,
+        |b| json!({"score": b.score, "solution": b.solution}),
+    )
 }
 
 fn parse_header(line: &str) -> Option<ProofId> {
@@ -161,19 +215,46 @@ fn parse_header(line: &str) -> Option<ProofId> {
     })
 }
 
-fn parse_unit(v: &Value) -> Option<FinishedUnit> {
-    let best = match v.get("best")? {
+/// A line's best game: `Some(None)` for null, `None` when malformed.
+fn parse_best(v: &Value) -> Option<Option<Scored>> {
+    Some(match v.get("best")? {
         Value::Null => None,
         b => Some(Scored {
             score: b.get("score")?.as_i64()?,
             solution: b.get("solution")?.clone(),
         }),
-    };
+    })
+}
+
+fn parse_unit(v: &Value) -> Option<FinishedUnit> {
     Some(FinishedUnit {
         index: usize::try_from(v.get("unit")?.as_u64()?).ok()?,
         payload: unhex(v.get("payload")?.as_str()?)?,
         nodes: v.get("nodes")?.as_u64()?,
-        best,
+        best: parse_best(v)?,
+    })
+}
+
+fn parse_open(v: &Value) -> Option<OpenFamily> {
+    let pieces = v
+        .get("pieces")?
+        .as_array()?
+        .iter()
+        .map(|p| {
+            Some(OpenPiece {
+                payload: unhex(p.get("payload")?.as_str()?)?,
+                cursor: match p.get("cursor")? {
+                    Value::Null => None,
+                    c => Some(unhex(c.as_str()?)?),
+                },
+            })
+        })
+        .collect::<Option<Vec<_>>>()?;
+    Some(OpenFamily {
+        index: usize::try_from(v.get("open")?.as_u64()?).ok()?,
+        nodes: v.get("nodes")?.as_u64()?,
+        best: parse_best(v)?,
+        pieces,
     })
 }
 
@@ -267,6 +348,68 @@ mod tests {
         let third = logged(n, &journal(&path)).unwrap();
         assert_eq!((third.score, third.nodes), (whole.score, whole.nodes));
         assert_eq!(unit_lines(&path).len(), whole.units);
+    }
+
+    #[test]
+    fn a_stopped_proof_resumes_its_open_unit_at_its_checkpoint() {
+        use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+        let dir = tempfile::tempdir().unwrap();
+        let n = 315;
+        // The whole tree in one unit on one thread: a stop lands inside it.
+        let one_unit = |log: &Journal, stop: &(dyn Fn() -> bool + Sync)| {
+            local::prove_with(
+                n,
+                local::ProofOptions {
+                    threads: 1,
+                    units: Some(1),
+                    log: Some(log),
+                    stop: Some(stop),
+                    ..local::ProofOptions::default()
+                },
+            )
+        };
+        let asked = AtomicU64::new(0);
+        let never = || {
+            asked.fetch_add(1, Relaxed);
+            false
+        };
+        let whole = one_unit(&journal(&dir.path().join("whole.jsonl")), &never).unwrap();
+        let calls = asked.load(Relaxed);
+        assert!(calls > 10, "the search asked {calls} times");
+
+        let path = dir.path().join("326.jsonl");
+        let seen = AtomicU64::new(0);
+        let halfway = || seen.fetch_add(1, Relaxed) >= calls / 2;
+        let err = one_unit(&journal(&path), &halfway).unwrap_err();
+        assert!(err.to_string().contains("stopped on request"), "{err}");
+        let open: Vec<Value> = std::fs::read_to_string(&path)
+            .unwrap()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|v| v.get("open").is_some())
+            .collect();
+        assert_eq!(open.len(), 1, "{open:?}");
+        let stopped_at = open[0]["nodes"].as_u64().unwrap();
+        assert!(stopped_at > 0 && stopped_at < whole.nodes, "{stopped_at}");
+        assert!(open[0]["pieces"][0]["cursor"].is_string(), "{}", open[0]);
+
+        // Resumed at the checkpoint (the node the stopped search was about to evaluate):
+        // the same proof, node for node, and one unit line.
+        let again = one_unit(&journal(&path), &|| false).unwrap();
+        assert_eq!(
+            (again.score, again.units, again.nodes),
+            (whole.score, whole.units, whole.nodes)
+        );
+        assert_eq!(unit_lines(&path).len(), 1);
+
+        // An open unit that is not one of the split's is refused by name.
+        let text = std::fs::read_to_string(&path).unwrap();
+        let header = text.lines().next().unwrap();
+        let mut bad = open[0].clone();
+        bad["open"] = Value::from(5);
+        std::fs::write(&path, format!("{header}\n{bad}\n")).unwrap();
+        let err = one_unit(&journal(&path), &|| false).unwrap_err();
+        assert!(err.to_string().contains("open unit 5: not a unit"), "{err}");
     }
 
     #[test]

@@ -7,7 +7,8 @@ use std::sync::Mutex;
 
 use rayon::prelude::*;
 
-use super::work_queue::{FinishedFamily, WorkQueue};
+use super::unit::SieveUnit;
+use super::work_queue::{FinishedFamily, OpenFamily, WorkQueue};
 
 use super::Sieve;
 use crate::problem::{Problem, ProblemError, Scored, SolveContext, Verification};
@@ -63,19 +64,33 @@ pub trait UnitLog: Sync {
     fn begin(&self, proof: &ProofId) -> Result<Vec<FinishedUnit>, ProblemError>;
     /// Records a unit just finished; an error stops the proof.
     fn finish(&self, unit: &FinishedUnit) -> Result<(), ProblemError>;
+    /// The families earlier runs left open when they were asked to stop (asked after
+    /// [`UnitLog::begin`]; see [`super::work_queue::OpenFamily`]). Default: none.
+    fn open_families(&self) -> Vec<OpenFamily> {
+        Vec::new()
+    }
+    /// Records a family a stop left open, to be resumed from its pieces' checkpoints. Default:
+    /// forgotten (the family is searched again from its start).
+    fn leave_open(&self, _family: &OpenFamily) -> Result<(), ProblemError> {
+        Ok(())
+    }
 }
 
 /// The shared bound and best game of a local campaign, and its ceiling (a proven upper bound
 /// on the optimum: the campaign stops once a game reaches it).
-struct Shared {
+struct Shared<'a> {
     bound: AtomicI64,
     best: Mutex<Option<Scored>>,
     ceiling: Option<i64>,
     /// A game found so far reaches the ceiling.
     reached: AtomicBool,
+    /// Says when the proof should stop ([`ProofOptions::stop`]).
+    stop: Option<&'a (dyn Fn() -> bool + Sync)>,
+    /// `stop` said so.
+    asked_to_stop: AtomicBool,
 }
 
-impl Shared {
+impl Shared<'_> {
     /// Whether a game found reaches the ceiling (nothing left to search). The bound alone
     /// does not say so: it starts from the probe's promise, not from a game in hand.
     fn at_ceiling(&self) -> bool {
@@ -83,7 +98,7 @@ impl Shared {
     }
 }
 
-impl SolveContext for Shared {
+impl SolveContext for Shared<'_> {
     fn resume_cursor(&self) -> Option<&[u8]> {
         None
     }
@@ -103,7 +118,14 @@ impl SolveContext for Shared {
     fn progress(&self, _nodes: u64, _fraction: Option<f64>) {}
     fn checkpoint(&self, _cursor: Vec<u8>) {}
     fn stop_requested(&self) -> bool {
-        self.at_ceiling()
+        if self.at_ceiling() || self.asked_to_stop.load(Ordering::Relaxed) {
+            return true;
+        }
+        let asked = self.stop.is_some_and(|stop| stop());
+        if asked {
+            self.asked_to_stop.store(true, Ordering::Relaxed);
+        }
+        asked
     }
 }
 
@@ -153,6 +175,11 @@ pub struct ProofOptions<'a> {
     /// skipped (their nodes and games count as if searched now). The starting game is
     /// rebuilt as before, so the resumed units see the same bound.
     pub log: Option<&'a dyn UnitLog>,
+    /// Asked every few hundred nodes of each search: once it says true, every search stops
+    /// at its next checkpoint, the families left open go to `log`
+    /// ([`UnitLog::leave_open`]) to be resumed from their checkpoints, and the proof ends
+    /// with an error saying it stopped.
+    pub stop: Option<&'a (dyn Fn() -> bool + Sync)>,
 }
 
 /// Proves the optimum for 1..=n as `options` say (see [`ProofOptions`]).
@@ -249,6 +276,7 @@ fn prove_from(
         polish_steps,
         units,
         log,
+        stop,
         ..
     } = *options;
     let sieve = Sieve::from_params(super::SieveParams {
@@ -264,6 +292,8 @@ fn prove_from(
         best: Mutex::new(None),
         ceiling,
         reached: AtomicBool::new(false),
+        stop,
+        asked_to_stop: AtomicBool::new(false),
     };
     if let Some(start) = start {
         sieve.score(&start.solution)?;
@@ -340,7 +370,27 @@ fn prove_from(
             }
         }
     }
-    let queue = WorkQueue::new(
+    let open = match log {
+        Some(log) => log.open_families(),
+        None => Vec::new(),
+    };
+    for family in &open {
+        check_open(n, family, &batch.units, &done)?;
+        done[family.index] = true;
+        nodes += family.nodes;
+        if let Some(found) = &family.best {
+            let score = sieve.score(&found.solution)?;
+            if score != found.score {
+                return Err(ProblemError::Solver(format!(
+                    "sieve N={n}: the log's open unit {} claims {} for a game scoring {score}",
+                    family.index, found.score
+                )));
+            }
+            shared.improve(found.clone());
+        }
+    }
+    let queue = WorkQueue::resume(
+        open,
         batch
             .units
             .iter()
@@ -371,6 +421,17 @@ fn prove_from(
             }
         },
     )?;
+    if shared.asked_to_stop.load(Ordering::Relaxed) && !shared.at_ceiling() {
+        if let Some(log) = log {
+            for family in &worked.open {
+                log.leave_open(family)?;
+            }
+        }
+        return Err(ProblemError::Solver(format!(
+            "sieve N={n}: stopped on request ({} units left open with their checkpoints)",
+            worked.open.len()
+        )));
+    }
     nodes += worked.nodes;
     searched += finished_units.into_inner() as usize;
     let best = shared
@@ -400,4 +461,54 @@ fn prove_from(
         nodes,
         donated: worked.donated,
     })
+}
+
+/// Checks that an open family from the log belongs to this split: its unit exists and is not
+/// finished or open twice, and each piece is a subtree of the unit (with a checkpoint inside
+/// the piece). A piece outside its unit would leave part of the tree unsearched.
+fn check_open(
+    n: u32,
+    family: &OpenFamily,
+    units: &[crate::problem::UnitSpec],
+    done: &[bool],
+) -> Result<(), ProblemError> {
+    let bad = |why: String| {
+        ProblemError::Solver(format!(
+            "sieve N={n}: the log's open unit {}: {why}",
+            family.index
+        ))
+    };
+    let unit = units
+        .get(family.index)
+        .ok_or_else(|| bad("not a unit of this split".into()))?;
+    if done[family.index] {
+        return Err(bad("finished, or open twice".into()));
+    }
+    let SieveUnit::Exact { path: root, .. } = SieveUnit::decode(&unit.payload)? else {
+        return Err(bad("not an exact unit".into()));
+    };
+    if family.pieces.is_empty() {
+        return Err(bad("no open pieces".into()));
+    }
+    for piece in &family.pieces {
+        let SieveUnit::Exact { path, .. } = SieveUnit::decode(&piece.payload)? else {
+            return Err(bad("a piece is not an exact subtree".into()));
+        };
+        if !path.starts_with(&root) {
+            return Err(bad(format!(
+                "piece {path:?} lies outside the unit {root:?}"
+            )));
+        }
+        if let Some(cursor) = &piece.cursor {
+            let SieveUnit::Exact { path: at, .. } = SieveUnit::decode(cursor)? else {
+                return Err(bad("a checkpoint is not an exact path".into()));
+            };
+            if !at.starts_with(&path) {
+                return Err(bad(format!(
+                    "checkpoint {at:?} lies outside its piece {path:?}"
+                )));
+            }
+        }
+    }
+    Ok(())
 }

@@ -9,6 +9,13 @@
 //! its pieces. A family is finished, and reported to [`WorkQueue::run`]'s caller, only once
 //! every piece has been searched to its end, so a journal that records finished units never
 //! records one whose donated subtrees were lost in a stop.
+//!
+//! When the proof is asked to stop, each piece being searched stops at its last checkpoint,
+//! and [`WorkQueue::run`] returns every family that had made progress as an [`OpenFamily`]:
+//! its nodes and best game so far and its open pieces, each with the payload it has now (a
+//! donation narrows it to a limit) and the checkpoint its search resumes from. A queue built
+//! with [`WorkQueue::resume`] searches those pieces instead of their units, so a stop loses
+//! the work since the last checkpoints, not the families.
 
 use std::collections::VecDeque;
 use std::sync::{Condvar, Mutex};
@@ -26,6 +33,28 @@ pub struct FinishedFamily {
     pub best: Option<Scored>,
 }
 
+/// A family left unfinished by a stop (see the module docs).
+#[derive(Clone, Debug, PartialEq)]
+pub struct OpenFamily {
+    /// Its unit's index.
+    pub index: usize,
+    /// Nodes its pieces took so far (earlier runs' included).
+    pub nodes: u64,
+    /// The best game its pieces reported so far.
+    pub best: Option<Scored>,
+    /// Its open pieces: each one's payload and the checkpoint its search resumes from.
+    pub pieces: Vec<OpenPiece>,
+}
+
+/// A piece not searched to its end: its payload and where its search resumes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OpenPiece {
+    /// The piece's payload (with the limit of its last donation).
+    pub payload: Vec<u8>,
+    /// Its last checkpoint (`None`: from its start).
+    pub cursor: Option<Vec<u8>>,
+}
+
 /// Searches one piece's payload with the context given.
 pub type SolvePiece<'a> =
     dyn Fn(&[u8], &dyn SolveContext) -> Result<UnitOutcome, ProblemError> + Sync + 'a;
@@ -33,10 +62,11 @@ pub type SolvePiece<'a> =
 /// Told of each family finished; an error stops the proof.
 pub type FinishFamily<'a> = dyn Fn(FinishedFamily) -> Result<(), ProblemError> + Sync + 'a;
 
-/// One piece of work: a payload and the family it belongs to.
+/// One piece of work: a payload, where its search resumes, and the family it belongs to.
 struct Piece {
     family: usize,
     payload: Vec<u8>,
+    cursor: Option<Vec<u8>>,
 }
 
 /// A family's pieces so far.
@@ -48,6 +78,8 @@ struct Family {
     best: Option<Scored>,
     /// A piece ended without searching its subtree (the proof is stopping).
     incomplete: bool,
+    /// The pieces that stopped, as they stood.
+    stopped: Vec<OpenPiece>,
 }
 
 /// The queue's state, under one lock.
@@ -77,27 +109,55 @@ pub struct Worked {
     pub nodes: u64,
     /// Pieces handed out by donation.
     pub donated: u64,
+    /// The families a stop left unfinished that had made progress (see the module docs).
+    pub open: Vec<OpenFamily>,
 }
 
 impl WorkQueue {
     /// A queue of `units`, in the order given, each `(index, payload)`.
     pub fn new(units: Vec<(usize, Vec<u8>)>) -> WorkQueue {
-        let families = units.iter().map(|(i, _)| i + 1).max().unwrap_or(0);
+        WorkQueue::resume(Vec::new(), units)
+    }
+
+    /// A queue of the families a stopped run left `open` (their pieces first, each resumed
+    /// from its checkpoint, their nodes and best games carried on), then `units`.
+    pub fn resume(open: Vec<OpenFamily>, units: Vec<(usize, Vec<u8>)>) -> WorkQueue {
+        let families = units
+            .iter()
+            .map(|(i, _)| i + 1)
+            .chain(open.iter().map(|f| f.index + 1))
+            .max()
+            .unwrap_or(0);
         let mut state = State {
             pieces: VecDeque::with_capacity(units.len()),
             families: (0..families).map(|_| Family::default()).collect(),
             idle: 0,
-            open: units.len(),
+            open: 0,
             donated: 0,
             error: None,
         };
+        for family in open {
+            let f = &mut state.families[family.index];
+            f.nodes = family.nodes;
+            f.best = family.best;
+            for piece in family.pieces {
+                f.open += 1;
+                state.pieces.push_back(Piece {
+                    family: family.index,
+                    payload: piece.payload,
+                    cursor: piece.cursor,
+                });
+            }
+        }
         for (index, payload) in units {
             state.families[index].open += 1;
             state.pieces.push_back(Piece {
                 family: index,
                 payload,
+                cursor: None,
             });
         }
+        state.open = state.pieces.len();
         WorkQueue {
             state: Mutex::new(state),
             wake: Condvar::new(),
@@ -127,6 +187,12 @@ impl WorkQueue {
                             queue: self,
                             family: piece.family,
                             nodes: std::sync::atomic::AtomicU64::new(0),
+                            resume: piece.cursor.clone(),
+                            now: Mutex::new(OpenPiece {
+                                payload: piece.payload.clone(),
+                                cursor: piece.cursor,
+                            }),
+                            best: Mutex::new(None),
                         };
                         let outcome = if base.stop_requested() {
                             Ok(UnitOutcome::Stopped)
@@ -145,18 +211,39 @@ impl WorkQueue {
                         let piece_nodes = ctx.nodes.load(std::sync::atomic::Ordering::Relaxed);
                         nodes.fetch_add(piece_nodes, std::sync::atomic::Ordering::Relaxed);
                         let stopping = base.stop_requested();
-                        self.close(piece.family, outcome, piece_nodes, stopping, finished);
+                        let left = ctx.now.into_inner().expect("poisoned");
+                        let best = ctx.best.into_inner().expect("poisoned");
+                        let ended = Ended {
+                            family: piece.family,
+                            nodes: piece_nodes,
+                            left,
+                            best,
+                        };
+                        self.close(ended, outcome, stopping, finished);
                     }
                 });
             }
         });
-        let state = self.state.lock().expect("poisoned");
+        let mut state = self.state.lock().expect("poisoned");
         if let Some(e) = &state.error {
             return Err(e.clone());
         }
+        let open = state
+            .families
+            .iter_mut()
+            .enumerate()
+            .filter(|(_, f)| f.incomplete && (f.nodes > 0 || f.stopped.len() > 1))
+            .map(|(index, f)| OpenFamily {
+                index,
+                nodes: f.nodes,
+                best: f.best.clone(),
+                pieces: std::mem::take(&mut f.stopped),
+            })
+            .collect();
         Ok(Worked {
             nodes: nodes.into_inner(),
             donated: state.donated,
+            open,
         })
     }
 
@@ -184,26 +271,31 @@ impl WorkQueue {
     /// error); finishes its family when it was the last.
     fn close(
         &self,
-        family: usize,
+        ended: Ended,
         outcome: Result<UnitOutcome, ProblemError>,
-        nodes: u64,
         stopping: bool,
         finished: &FinishFamily<'_>,
     ) {
+        let family = ended.family;
         let mut state = self.state.lock().expect("poisoned");
         let done = {
             let f = &mut state.families[family];
             f.open -= 1;
-            f.nodes += nodes;
-            match &outcome {
-                Ok(UnitOutcome::Searched { best, .. }) => {
-                    if let Some(found) = best {
-                        if f.best.as_ref().is_none_or(|b| found.score > b.score) {
-                            f.best = Some(found.clone());
-                        }
-                    }
+            f.nodes += ended.nodes;
+            let searched_best = match &outcome {
+                Ok(UnitOutcome::Searched { best, .. }) => best.clone(),
+                _ => {
+                    f.incomplete = true;
+                    f.stopped.push(ended.left);
+                    None
                 }
-                _ => f.incomplete = true,
+            };
+            // What the piece reported along the way counts too: a stopped piece's games
+            // must outlive the stop.
+            for found in [searched_best, ended.best].into_iter().flatten() {
+                if f.best.as_ref().is_none_or(|b| found.score > b.score) {
+                    f.best = Some(found);
+                }
             }
             (f.open == 0 && !f.incomplete).then(|| FinishedFamily {
                 index: family,
@@ -233,30 +325,54 @@ impl WorkQueue {
     }
 }
 
+/// How a piece's search ended, besides its outcome.
+struct Ended {
+    family: usize,
+    nodes: u64,
+    /// The piece as it stood: its payload and last checkpoint.
+    left: OpenPiece,
+    /// The best game it reported.
+    best: Option<Scored>,
+}
+
 /// One piece's view of the proof's context: counts its nodes, offers donation to the queue,
-/// and stops it when another thread failed.
+/// keeps its payload, last checkpoint and best game (for a stop), and stops it when another
+/// thread failed.
 struct PieceContext<'a> {
     base: &'a (dyn SolveContext + Sync),
     queue: &'a WorkQueue,
     family: usize,
     nodes: std::sync::atomic::AtomicU64,
+    /// Where the search resumes (a stopped run's checkpoint).
+    resume: Option<Vec<u8>>,
+    /// The piece as it stands: its payload (narrowed by donations) and last checkpoint.
+    now: Mutex<OpenPiece>,
+    best: Mutex<Option<Scored>>,
 }
 
 impl SolveContext for PieceContext<'_> {
     fn resume_cursor(&self) -> Option<&[u8]> {
-        None
+        self.resume.as_deref()
     }
     fn bound(&self) -> Option<i64> {
         self.base.bound()
     }
     fn improve(&self, found: Scored) {
+        {
+            let mut best = self.best.lock().expect("poisoned");
+            if best.as_ref().is_none_or(|b| found.score > b.score) {
+                *best = Some(found.clone());
+            }
+        }
         self.base.improve(found);
     }
     fn progress(&self, nodes: u64, _fraction: Option<f64>) {
         self.nodes
             .store(nodes, std::sync::atomic::Ordering::Relaxed);
     }
-    fn checkpoint(&self, _cursor: Vec<u8>) {}
+    fn checkpoint(&self, cursor: Vec<u8>) {
+        self.now.lock().expect("poisoned").cursor = Some(cursor);
+    }
     fn stop_requested(&self) -> bool {
         self.base.stop_requested() || self.queue.state.lock().expect("poisoned").error.is_some()
     }
@@ -264,7 +380,7 @@ impl SolveContext for PieceContext<'_> {
         let state = self.queue.state.lock().expect("poisoned");
         state.idle > 0 && state.pieces.is_empty()
     }
-    fn donate(&self, units: Vec<UnitSpec>, _remaining: Vec<u8>) -> bool {
+    fn donate(&self, units: Vec<UnitSpec>, remaining: Vec<u8>) -> bool {
         let mut state = self.queue.state.lock().expect("poisoned");
         if state.error.is_some() {
             return false;
@@ -275,8 +391,12 @@ impl SolveContext for PieceContext<'_> {
             state.pieces.push_front(Piece {
                 family: self.family,
                 payload: unit.payload,
+                cursor: None,
             });
         }
+        // Under the queue's lock, so that a stop never sees the donated pieces without
+        // the narrowed payload or the other way round.
+        self.now.lock().expect("poisoned").payload = remaining;
         state.families[self.family].open += count;
         state.open += count;
         state.donated += count as u64;
@@ -440,6 +560,69 @@ mod tests {
         let (worked, finished) = run(units, 1, &Base::default());
         assert!(worked.unwrap_err().to_string().contains("the fake failed"));
         assert!(finished.is_empty(), "{finished:?}");
+    }
+
+    #[test]
+    fn a_stop_leaves_each_family_open_with_its_pieces_checkpoints() {
+        // Unit 0 checkpoints, donates a piece (narrowing itself to the payload [7]), and
+        // stops: the piece it gave is never started. Unit 1 is never started either.
+        let base = Base::default();
+        let stopping = |payload: &[u8], ctx: &dyn SolveContext| {
+            ctx.progress(10, None);
+            if payload == [6] {
+                ctx.checkpoint(vec![8]);
+                assert!(ctx.donate(vec![piece(&[0])], vec![7]));
+                ctx.improve(Scored {
+                    solution: serde_json::json!({ "score": 4 }),
+                    score: 4,
+                });
+                base.stop.store(true, Ordering::Relaxed);
+                return Ok(UnitOutcome::Stopped);
+            }
+            searched(None)
+        };
+        let worked = WorkQueue::new(vec![(0, vec![6]), (1, vec![0])])
+            .run(&pool(1), 1, &stopping, &base, &|_| {
+                panic!("nothing finishes")
+            })
+            .unwrap();
+        let open = |payload: &[u8], cursor: Option<&[u8]>| OpenPiece {
+            payload: payload.to_vec(),
+            cursor: cursor.map(<[u8]>::to_vec),
+        };
+        // Unit 1 made no progress: it is searched from its start, as if never begun.
+        assert_eq!(worked.open.len(), 1, "{:?}", worked.open);
+        let family = &worked.open[0];
+        assert_eq!((family.index, family.nodes), (0, 10));
+        assert_eq!(family.best.as_ref().map(|b| b.score), Some(4));
+        assert_eq!(
+            family.pieces,
+            [open(&[7], Some(&[8])), open(&[0], None)],
+            "the narrowed unit with its checkpoint, then the piece it gave"
+        );
+
+        // Resumed: each piece from its checkpoint, the family's nodes and game carried on.
+        let resuming = |payload: &[u8], ctx: &dyn SolveContext| {
+            let want: Option<&[u8]> = if payload == [7] { Some(&[8]) } else { None };
+            assert_eq!(ctx.resume_cursor(), want, "piece {payload:?}");
+            ctx.progress(10, None);
+            searched(None)
+        };
+        let finished = Mutex::new(Vec::new());
+        let worked = WorkQueue::resume(worked.open, vec![(1, vec![0])])
+            .run(&pool(1), 1, &resuming, &Base::default(), &|f| {
+                finished.lock().unwrap().push(f);
+                Ok(())
+            })
+            .unwrap();
+        assert!(worked.open.is_empty());
+        let summary: Vec<(usize, u64, Option<i64>)> = finished
+            .into_inner()
+            .unwrap()
+            .iter()
+            .map(|f| (f.index, f.nodes, f.best.as_ref().map(|b| b.score)))
+            .collect();
+        assert_eq!(summary, [(0, 30, Some(4)), (1, 10, None)]);
     }
 
     #[test]
