@@ -30,6 +30,12 @@ uptime
 # starts.
 stop=$PWD/target/sieve-record.stop
 mkdir -p records/in-progress target
+# One run at a time: two would append the same rows and journal lines twice.
+exec 9>"$PWD/target/sieve-record.lock"
+if ! flock -n 9; then
+  echo "another records run holds target/sieve-record.lock" >&2
+  exit 1
+fi
 rm -f "$stop"
 cargo bench -q -p grind-shared --bench sieve -- --threads "$threads" --record "$from" "$to" "$commit" \
   --units "${UNITS:-2048}" --journal "$PWD/records/in-progress" --stop-file "$stop" |
