@@ -831,4 +831,12 @@ fn a_polished_start_never_loses_and_the_proof_stays_the_same() {
         assert_eq!(game::replay(n, &polished.moves), Ok(polished.score as u64));
         previous = plain;
     }
+    // Starts of another lineage: legal games, scored as claimed.
+    for first_seed in [1, 5] {
+        let (moves, score) = local::chain_starts(150, 30, None, first_seed, &pool)
+            .unwrap()
+            .unwrap();
+        let wide: Vec<u64> = moves.iter().map(|&m| u64::from(m)).collect();
+        assert_eq!(game::replay(150, &wide), Ok(score as u64));
+    }
 }
