@@ -237,27 +237,47 @@ pub fn chain_starts(
     first_seed: u64,
     pool: &rayon::ThreadPool,
 ) -> Result<Option<(Vec<u32>, i64)>, ProblemError> {
+    let from = n.saturating_sub(super::anytime::CHAIN_LENGTH).max(1);
+    let size = super::anytime::region_size(n);
+    let seeds = first_seed..=first_seed + POLISH_RUNS - 1;
+    best_of_runs(n, seeds, steps, ceiling, pool, &|seed, stop| {
+        super::lns::chain(
+            from,
+            n,
+            seed,
+            size,
+            super::anytime::REPAIR_NODES,
+            200,
+            super::anytime::CHAIN_STEPS,
+            stop,
+        )
+    })
+}
+
+/// The game a run of [`best_of_runs`] starts from, given its seed and when to stop.
+type StartOf<'a> = dyn Fn(u64, &dyn Fn() -> bool) -> Result<Option<Vec<u32>>, String> + Sync + 'a;
+
+/// Starts one neighbourhood search per seed, in parallel on `pool`, from the game `start`
+/// gives for it (none: the run is skipped; it may stop early when the closure it is given
+/// says so), `steps` steps each, all stopping once one reaches `ceiling`; the best game.
+fn best_of_runs(
+    n: u32,
+    seeds: std::ops::RangeInclusive<u64>,
+    steps: u64,
+    ceiling: Option<i64>,
+    pool: &rayon::ThreadPool,
+    start: &StartOf<'_>,
+) -> Result<Option<(Vec<u32>, i64)>, ProblemError> {
     let reached = AtomicBool::new(false);
     let size = super::anytime::region_size(n);
     let plan = super::lns::Schedule::anytime(&size);
-    let from = n.saturating_sub(super::anytime::CHAIN_LENGTH).max(1);
     let stop = || reached.load(Ordering::Relaxed);
     type Run = Result<Option<(Vec<u32>, i64)>, String>;
     let runs: Vec<Run> = pool.install(|| {
-        (first_seed..first_seed + POLISH_RUNS)
+        seeds
             .into_par_iter()
             .map(|seed| {
-                let Some(moves) = super::lns::chain(
-                    from,
-                    n,
-                    seed,
-                    size,
-                    super::anytime::REPAIR_NODES,
-                    200,
-                    super::anytime::CHAIN_STEPS,
-                    &stop,
-                )?
-                else {
+                let Some(moves) = start(seed, &stop)? else {
                     return Ok(None);
                 };
                 let mut run = super::lns::Lns::new(n, &moves, seed)?;
@@ -298,34 +318,9 @@ pub fn polish_start(
     ceiling: Option<i64>,
     pool: &rayon::ThreadPool,
 ) -> Result<(Vec<u32>, i64), ProblemError> {
-    let reached = AtomicBool::new(false);
-    let size = super::anytime::region_size(n);
-    let plan = super::lns::Schedule::anytime(&size);
-    let runs: Vec<Result<(Vec<u32>, i64), String>> = pool.install(|| {
-        (1..=POLISH_RUNS)
-            .into_par_iter()
-            .map(|seed| {
-                let mut run = super::lns::Lns::new(n, start, seed)?;
-                for _ in 0..steps {
-                    if reached.load(Ordering::Relaxed) {
-                        break;
-                    }
-                    if run.tick(&plan) && ceiling.is_some_and(|c| run.best().1 >= c) {
-                        reached.store(true, Ordering::Relaxed);
-                    }
-                }
-                let (moves, score) = run.best();
-                Ok((moves.to_vec(), score))
-            })
-            .collect()
-    });
-    let mut best: Option<(Vec<u32>, i64)> = None;
-    for run in runs {
-        let run = run.map_err(ProblemError::Solver)?;
-        if best.as_ref().is_none_or(|b| run.1 > b.1) {
-            best = Some(run);
-        }
-    }
+    let best = best_of_runs(n, 1..=POLISH_RUNS, steps, ceiling, pool, &|_, _| {
+        Ok(Some(start.to_vec()))
+    })?;
     Ok(best.expect("at least one run"))
 }
 
