@@ -167,12 +167,22 @@ pub struct Scratch {
     epoch: u32,
     outer_list: Vec<u32>,
     inner_list: Vec<u32>,
+    /// The duals moved so far in this search (see [`Matching::settle`]): a tree number's
+    /// dual has moved by `moved - joined[x]` since it joined, applied when the search ends.
+    moved: i64,
+    /// `moved` when each tree number joined the tree.
+    joined: Vec<i64>,
+    /// The smallest `y + joined` of the outer numbers (the `moved` at which the first of
+    /// them reaches dual 0), and the first outer number (index in `outer_list`) that has it.
+    zero_key: i64,
+    zero_at: usize,
     /// Numbers outside the tree next to it: the smallest slack of their live edges into the
     /// tree's outer nodes (plus the duals moved so far, see [`Matching::settle`]), and which
     /// outer node (index in `outer_list`) and edge (index in its edge list) first had it.
     near: Vec<Near>,
+    /// The numbers `near` describes (tree numbers are dropped as they are met).
     near_list: Vec<u32>,
-    /// Numbers of `near_list` whose edge into the tree just became tight.
+    /// The numbers of `near_list` nearest the tree (see [`Scratch::nearest`]).
     tight: Vec<u32>,
     /// Tests: settle by rescanning the whole tree after every move of the duals (the
     /// reference [`Matching::settle`] must agree with exactly).
@@ -197,6 +207,7 @@ impl Scratch {
             self.stamp = vec![0; size];
             self.parent = vec![0; size];
             self.near = vec![Near::default(); size];
+            self.joined = vec![0; size];
             self.epoch = 0;
         }
         self.epoch = self.epoch.wrapping_add(1);
@@ -208,6 +219,9 @@ impl Scratch {
         self.outer_list.clear();
         self.inner_list.clear();
         self.near_list.clear();
+        self.moved = 0;
+        self.zero_key = i64::MAX;
+        self.zero_at = 0;
     }
     fn in_tree(&self, v: u32) -> bool {
         self.stamp[v as usize] == self.epoch
@@ -228,6 +242,45 @@ impl Scratch {
             near.via = via;
         }
     }
+
+    /// Adds `x` to the tree's outer numbers (its dual `y` now).
+    fn join_outer(&mut self, x: u32, y: i32) {
+        self.stamp[x as usize] = self.epoch;
+        self.joined[x as usize] = self.moved;
+        let key = i64::from(y) + self.moved;
+        if key < self.zero_key {
+            self.zero_key = key;
+            self.zero_at = self.outer_list.len();
+        }
+        self.outer_list.push(x);
+    }
+
+    /// The smallest slack now of an edge from the tree to a number outside it
+    /// (`i64::MAX` when there is none); leaves the numbers with that slack in `tight`, in
+    /// the order of `near_list`, and drops the tree's numbers from `near_list`.
+    fn nearest(&mut self) -> i64 {
+        let mut least = i64::MAX;
+        self.tight.clear();
+        let mut kept = 0;
+        for at in 0..self.near_list.len() {
+            let v = self.near_list[at];
+            if self.in_tree(v) {
+                continue;
+            }
+            self.near_list[kept] = v;
+            kept += 1;
+            let slack = self.near[v as usize].slack - self.moved;
+            if slack < least {
+                least = slack;
+                self.tight.clear();
+            }
+            if slack == least {
+                self.tight.push(v);
+            }
+        }
+        self.near_list.truncate(kept);
+        least
+    }
 }
 
 /// A maximum-weight matching of the live graph with its optimal duals, plus the pairs fixed
@@ -243,6 +296,20 @@ pub struct Matching {
     /// The sum of the live numbers' duals, kept up to date as they move (the bound is read
     /// far more often than it changes).
     live_duals: i64,
+    /// Repairs left for later by [`Matching::exclude_above`], in order; empty when the
+    /// matching is complete (optimal for its node).
+    pending: Vec<Pending>,
+    /// An upper bound on the node's games found while repairing (`i64::MAX` when none).
+    ceiling: i64,
+}
+
+/// A repair of an incomplete [`Matching`], replayed in order by [`Matching::finish`].
+#[derive(Clone, Copy, Debug)]
+enum Pending {
+    /// Settle this number ([`Matching::settle`]).
+    Settle(u32),
+    /// Exclude this edge (big, small).
+    Exclude(u32, u32),
 }
 
 /// The shadow of a [`Matching`]: the same node's matching on a reweighted graph.
@@ -273,6 +340,8 @@ impl Matching {
             fixed_score: g.offset,
             shadow: None,
             live_duals: 0,
+            pending: Vec::new(),
+            ceiling: i64::MAX,
         };
         m.slots[0].dead = true;
         for &x in removed {
@@ -316,6 +385,8 @@ impl Matching {
             fixed_score: g.offset,
             shadow: None,
             live_duals: 0,
+            pending: Vec::new(),
+            ceiling: i64::MAX,
         };
         for (big, slot) in self.slots.iter().enumerate() {
             if slot.dead && slot.mate != 0 && (slot.mate as usize) < big {
@@ -354,9 +425,10 @@ impl Matching {
         !other.dead && self.slots[e.big as usize].excluded & (1 << e.bit) == 0
     }
 
-    /// The node's upper bound: [`Matching::matching_bound`], or the shadow's if smaller.
+    /// The node's upper bound: [`Matching::matching_bound`], or the shadow's if smaller (of
+    /// an incomplete matching, the least upper bound its repairs have shown so far).
     pub fn bound(&self) -> i64 {
-        let own = self.matching_bound();
+        let own = self.matching_bound().min(self.ceiling);
         match &self.shadow {
             Some(s) => own.min(s.matching.matching_bound()),
             None => own,
@@ -364,7 +436,8 @@ impl Matching {
     }
 
     /// The graph's offset, the fixed pairs' weights and the matching's weight (the bound
-    /// of this matching alone, without its shadow's).
+    /// of this matching alone, without its shadow's; of an incomplete matching, an upper
+    /// bound only).
     pub fn matching_bound(&self) -> i64 {
         debug_assert_eq!(self.live_duals, self.sum_live_duals());
         self.fixed_score + self.live_duals
@@ -431,7 +504,7 @@ impl Matching {
         self.slots[x as usize].dead
     }
 
-    /// All pairs (fixed and matched) as (selected, factor).
+    /// All pairs (fixed and matched) as (selected, factor), in increasing order.
     pub fn pairs(&self) -> Vec<(u32, u32)> {
         self.slots
             .iter()
@@ -445,6 +518,7 @@ impl Matching {
     /// good. If the pair was matched (and so tight) the rest of the matching stays optimal;
     /// otherwise the two numbers' former mates are exposed and settled again.
     pub fn fix(&mut self, g: &Graph, big: u32, small: u32, scratch: &mut Scratch) {
+        self.finish(g, scratch);
         if let Some(s) = self.shadow.as_deref_mut() {
             s.matching.fix(&s.graph, big, small, scratch);
         }
@@ -477,6 +551,7 @@ impl Matching {
 
     /// Excludes the edge (big, small) and restores optimality.
     pub fn exclude(&mut self, g: &Graph, big: u32, small: u32, scratch: &mut Scratch) {
+        self.finish(g, scratch);
         let Some(bit) = g.bit_of(big, small) else {
             return;
         };
@@ -492,6 +567,63 @@ impl Matching {
         }
     }
 
+    /// Excludes the edge (big, small) like [`Matching::exclude`], but stops repairing as
+    /// soon as the node's bound is shown to be below `floor`: the matching is then left
+    /// incomplete, its [`Matching::bound`] below `floor`, and [`Matching::finish`] completes
+    /// it into exactly the matching `exclude` would have made. (Without a shadow; with one,
+    /// the repair is always complete.)
+    pub fn exclude_above(
+        &mut self,
+        g: &Graph,
+        big: u32,
+        small: u32,
+        floor: i64,
+        scratch: &mut Scratch,
+    ) {
+        if self.shadow.is_some() {
+            return self.exclude(g, big, small, scratch);
+        }
+        if !self.pending.is_empty() {
+            self.pending.push(Pending::Exclude(big, small));
+            return;
+        }
+        let Some(bit) = g.bit_of(big, small) else {
+            return;
+        };
+        self.slots[big as usize].excluded |= 1 << bit;
+        if self.slots[big as usize].mate == small && !self.slots[big as usize].dead {
+            self.slots[big as usize].mate = 0;
+            self.slots[small as usize].mate = 0;
+            for r in [big, small] {
+                if !self.pending.is_empty() {
+                    self.pending.push(Pending::Settle(r));
+                } else if let Some(below) = self.settle_above(g, r, floor, scratch) {
+                    self.ceiling = below;
+                    self.pending.push(Pending::Settle(r));
+                }
+            }
+        }
+    }
+
+    /// True when the matching is optimal for its node (no repair left for later).
+    pub fn is_complete(&self) -> bool {
+        self.pending.is_empty()
+    }
+
+    /// Completes an incomplete matching (see [`Matching::exclude_above`]).
+    pub fn finish(&mut self, g: &Graph, scratch: &mut Scratch) {
+        if self.pending.is_empty() {
+            return;
+        }
+        self.ceiling = i64::MAX;
+        for op in std::mem::take(&mut self.pending) {
+            match op {
+                Pending::Settle(r) => self.settle(g, r, scratch),
+                Pending::Exclude(big, small) => self.exclude(g, big, small, scratch),
+            }
+        }
+    }
+
     /// Repairs the complementary slackness of `r` (exposed with a positive dual) by one
     /// Hungarian search rooted at `r`.
     ///
@@ -500,28 +632,48 @@ impl Matching {
     /// smallest slack, and the edges that became tight join in the order a fresh scan of
     /// the outer nodes would meet them. Each number next to the tree keeps its smallest
     /// slack and the first edge that has it ([`Scratch::note_near`]), so no outer node is
-    /// scanned twice; the result is the same matching as rescanning the whole tree after
-    /// every move of the duals (the search's paths depend on it).
+    /// scanned twice; the tree's duals move lazily (each number's by the total moved since
+    /// it joined, applied when the search ends). The result is the same matching and duals
+    /// as rescanning the whole tree and moving every dual after every move (the search's
+    /// paths depend on it).
     fn settle(&mut self, g: &Graph, r: u32, sc: &mut Scratch) {
+        let done = self.settle_above(g, r, i64::MIN, sc);
+        debug_assert!(done.is_none());
+    }
+
+    /// [`Matching::settle`], stopped as soon as the node's bound falls below `floor` (it
+    /// only falls as the duals move, and every dual solution on the way is feasible, so each
+    /// value is an upper bound): returns that bound, the matching and duals left as they
+    /// were before the search.
+    fn settle_above(&mut self, g: &Graph, r: u32, floor: i64, sc: &mut Scratch) -> Option<i64> {
         {
             let s = &self.slots[r as usize];
             if s.dead || s.mate != 0 || s.y <= 0 {
-                return;
+                return None;
             }
         }
         #[cfg(test)]
         if sc.rescan {
-            return tests::settle_by_rescanning(self, g, r, sc);
+            tests::settle_by_rescanning(self, g, r, sc);
+            return None;
         }
         sc.reset(self.slots.len());
+        sc.join_outer(r, self.slots[r as usize].y);
+        let below = self.grow(g, r, floor, sc);
+        if below.is_none() {
+            self.release_duals(sc);
+        }
+        below
+    }
+
+    /// The Hungarian search of [`Matching::settle_above`], with the tree's duals left
+    /// unmoved (`sc.moved` says by how much they move; the node's bound falls by as much).
+    fn grow(&mut self, g: &Graph, r: u32, floor: i64, sc: &mut Scratch) -> Option<i64> {
         let epoch = sc.epoch;
-        sc.stamp[r as usize] = epoch;
-        sc.outer_list.push(r);
         let mut scanned = 0usize;
-        // The duals moved so far: a stored slack less this is the edge's slack now.
-        let mut moved = 0i64;
         loop {
-            // Grow the tree along tight edges.
+            // Grow the tree along tight edges. An outer node is scanned before the duals
+            // move again after it joined, so its stored dual is its dual now.
             while scanned < sc.outer_list.len() {
                 let at = scanned as u32;
                 let o = sc.outer_list[scanned];
@@ -534,37 +686,37 @@ impl Matching {
                     }
                     let slack = yo + self.slots[v as usize].y - e.weight;
                     if slack != 0 {
-                        sc.note_near(v, i64::from(slack) + moved, (at, index as u32));
+                        sc.note_near(v, i64::from(slack) + sc.moved, (at, index as u32));
                         continue;
                     }
                     if self.attach(sc, o, v, r) {
-                        return;
+                        return None;
                     }
                 }
             }
-            // No augmenting path: move the duals.
-            let mut delta = i64::MAX;
-            for &o in &sc.outer_list {
-                delta = delta.min(i64::from(self.slots[o as usize].y));
-            }
-            for &v in &sc.near_list {
-                if !sc.in_tree(v) {
-                    delta = delta.min(sc.near[v as usize].slack - moved);
+            // No augmenting path: move the duals by the smallest slack or outer dual; an
+            // outer number whose dual reaches 0 ends the search first.
+            let to_zero = sc.zero_key - sc.moved;
+            let nearest = sc.nearest();
+            if to_zero <= nearest {
+                sc.moved = sc.zero_key;
+                let o = sc.outer_list[sc.zero_at];
+                if o != r {
+                    // Let o go: shift the matching along the tree path from r to o.
+                    let i = self.slots[o as usize].mate;
+                    self.slots[o as usize].mate = 0;
+                    let parent = sc.parent[i as usize];
+                    self.flip(sc, parent, i, r);
                 }
+                return None;
             }
-            moved += delta;
-            if self.move_duals(sc, delta as i32, r) {
-                return;
+            sc.moved += nearest;
+            let bound = self.fixed_score + self.live_duals - sc.moved;
+            if bound < floor {
+                return Some(bound);
             }
             // The edges that became tight, in the order a scan of the tree would meet them.
             let mut tight = std::mem::take(&mut sc.tight);
-            tight.clear();
-            tight.extend(
-                sc.near_list
-                    .iter()
-                    .copied()
-                    .filter(|&v| !sc.in_tree(v) && sc.near[v as usize].slack == moved),
-            );
             tight.sort_unstable_by_key(|&v| sc.near[v as usize].via);
             let augmented = tight.iter().any(|&v| {
                 let o = sc.outer_list[sc.near[v as usize].via.0 as usize];
@@ -572,39 +724,27 @@ impl Matching {
             });
             sc.tight = tight;
             if augmented {
-                return;
+                return None;
             }
         }
     }
 
-    /// Lowers the tree's outer duals by `delta` and raises its inner ones; when an outer
-    /// node's dual reaches 0, lets it go (or `r` itself stays exposed with dual 0) and
-    /// returns true: the search is over.
-    fn move_duals(&mut self, sc: &Scratch, delta: i32, r: u32) -> bool {
+    /// Moves each tree number's dual by what moved since it joined: outer ones down, inner
+    /// ones up.
+    fn release_duals(&mut self, sc: &Scratch) {
+        let mut change = 0i64;
         for &o in &sc.outer_list {
-            self.slots[o as usize].y -= delta;
+            let by = sc.moved - sc.joined[o as usize];
+            self.slots[o as usize].y -= by as i32;
+            change -= by;
         }
         for &i in &sc.inner_list {
-            self.slots[i as usize].y += delta;
+            let by = sc.moved - sc.joined[i as usize];
+            self.slots[i as usize].y += by as i32;
+            change += by;
         }
         // The tree's numbers are live.
-        self.live_duals -=
-            i64::from(delta) * (sc.outer_list.len() as i64 - sc.inner_list.len() as i64);
-        let Some(&o) = sc
-            .outer_list
-            .iter()
-            .find(|&&o| self.slots[o as usize].y == 0)
-        else {
-            return false;
-        };
-        if o != r {
-            // Let o go: shift the matching along the tree path from r to o.
-            let i = self.slots[o as usize].mate;
-            self.slots[o as usize].mate = 0;
-            let parent = sc.parent[i as usize];
-            self.flip(sc, parent, i, r);
-        }
-        true
+        self.live_duals += change;
     }
 
     /// Adds `v` (outside the tree, on a tight edge from the outer node `o`) to the tree:
@@ -616,12 +756,11 @@ impl Matching {
             self.flip(sc, o, v, r);
             return true;
         }
-        let epoch = sc.epoch;
-        sc.stamp[v as usize] = epoch;
+        sc.stamp[v as usize] = sc.epoch;
+        sc.joined[v as usize] = sc.moved;
         sc.parent[v as usize] = o;
         sc.inner_list.push(v);
-        sc.stamp[m as usize] = epoch;
-        sc.outer_list.push(m);
+        sc.join_outer(m, self.slots[m as usize].y);
         false
     }
 
@@ -729,11 +868,35 @@ mod tests {
                     }
                 }
             }
-            if m.move_duals(sc, delta, r) {
+            if move_duals(m, sc, delta, r) {
                 return;
             }
             scanned = 0;
         }
+    }
+
+    /// Lowers the tree's outer duals by `delta` and raises its inner ones at once; when an
+    /// outer node's dual reaches 0, lets it go (or `r` itself stays exposed with dual 0) and
+    /// returns true: the search is over.
+    fn move_duals(m: &mut Matching, sc: &Scratch, delta: i32, r: u32) -> bool {
+        for &o in &sc.outer_list {
+            m.slots[o as usize].y -= delta;
+        }
+        for &i in &sc.inner_list {
+            m.slots[i as usize].y += delta;
+        }
+        m.live_duals -=
+            i64::from(delta) * (sc.outer_list.len() as i64 - sc.inner_list.len() as i64);
+        let Some(&o) = sc.outer_list.iter().find(|&&o| m.slots[o as usize].y == 0) else {
+            return false;
+        };
+        if o != r {
+            let i = m.slots[o as usize].mate;
+            m.slots[o as usize].mate = 0;
+            let parent = sc.parent[i as usize];
+            m.flip(sc, parent, i, r);
+        }
+        true
     }
 
     proptest::proptest! {
@@ -772,6 +935,60 @@ mod tests {
                     proptest::prop_assert_eq!(fast.mate(x), slow.mate(x), "mate of {}", x);
                     proptest::prop_assert_eq!(fast.dual(x), slow.dual(x), "dual of {}", x);
                 }
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+        /// Exclusions that stop below a floor leave a bound that is below the floor and above
+        /// the node's exact bound, and finishing them gives exactly the matching and duals of
+        /// the exclusions done at once.
+        #[test]
+        fn exclusions_stopped_below_a_floor_finish_exactly(
+            n in 30u32..200,
+            fixes in proptest::collection::vec(0usize..10_000, 0..12),
+            excludes in proptest::collection::vec(0usize..10_000, 1..5),
+            below in 0i64..400,
+        ) {
+            let g = Graph::new(n);
+            let mut sc = Scratch::default();
+            let mut base = Matching::new(&g, &[], &mut sc);
+            let live = |m: &Matching| -> Vec<(u32, u32)> {
+                (2..=n)
+                    .flat_map(|x| m.live_edges(&g, x).filter(move |e| e.big == x))
+                    .map(|e| (e.big, e.other))
+                    .collect()
+            };
+            for pick in fixes {
+                let edges = live(&base);
+                if edges.is_empty() {
+                    break;
+                }
+                let (big, small) = edges[pick % edges.len()];
+                base.fix(&g, big, small, &mut sc);
+            }
+            let floor = base.bound() - below;
+            let (mut eager, mut lazy) = (base.clone(), base);
+            for pick in excludes {
+                let edges = live(&eager);
+                if edges.is_empty() {
+                    break;
+                }
+                let (big, small) = edges[pick % edges.len()];
+                eager.exclude(&g, big, small, &mut sc);
+                lazy.exclude_above(&g, big, small, floor, &mut sc);
+            }
+            if !lazy.is_complete() {
+                proptest::prop_assert!(lazy.bound() < floor);
+                proptest::prop_assert!(lazy.bound() >= eager.bound());
+            }
+            lazy.finish(&g, &mut sc);
+            lazy.check(&g).unwrap();
+            proptest::prop_assert_eq!(lazy.bound(), eager.bound());
+            for x in 1..=n {
+                proptest::prop_assert_eq!(lazy.mate(x), eager.mate(x), "mate of {}", x);
+                proptest::prop_assert_eq!(lazy.dual(x), eager.dual(x), "dual of {}", x);
             }
         }
     }

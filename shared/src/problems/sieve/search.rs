@@ -602,9 +602,15 @@ impl Searcher {
         let mut cost = (0, 0);
         let mut children = Vec::with_capacity(branches.len());
         for i in 0..branches.len() {
-            let child = self.child(&mut base, branches, i);
+            // A child whose bound falls below the reference is left incomplete: its excess
+            // is negative whatever it is exactly, and the search completes it if it needs it.
+            let child = self.child(&mut base, branches, i, Some(reference));
             // The plain matching's bound, so that shadows never change the tree.
-            let excess = child.matching_bound() - reference;
+            let excess = if child.is_complete() {
+                child.matching_bound() - reference
+            } else {
+                -1
+            };
             children.push(child);
             if excess >= 0 {
                 cost.0 += 1;
@@ -623,8 +629,12 @@ impl Searcher {
     fn find_cycles(&mut self, m: &Matching, cycles: &mut Cycles, count: usize) -> bool {
         while cycles.found.len() < count && !cycles.exhausted {
             if let Some(last) = cycles.found.last() {
-                for (left, p) in cycles.left.iter_mut().zip(&cycles.pairs) {
-                    *left &= !last.contains(p);
+                // The pairs are in increasing order ([`Matching::pairs`]).
+                debug_assert!(cycles.pairs.is_sorted());
+                for p in last {
+                    if let Ok(i) = cycles.pairs.binary_search(p) {
+                        cycles.left[i] = false;
+                    }
                 }
             }
             match self.cycle_branches(m, cycles) {
@@ -736,9 +746,17 @@ impl Searcher {
         Some(children)
     }
 
-    fn evaluate(&mut self, m: &Matching, best: Option<i64>) -> Eval {
+    fn evaluate(&mut self, m: &mut Matching, best: Option<i64>) -> Eval {
         if best.is_some_and(|b| m.bound() <= b) {
             return Eval::Pruned;
+        }
+        if !m.is_complete() {
+            // Left incomplete by strong branching: complete it, then the same test on the
+            // node's exact bound.
+            m.finish(&self.graph, &mut self.scratch);
+            if best.is_some_and(|b| m.bound() <= b) {
+                return Eval::Pruned;
+            }
         }
         let mut cycles = Cycles::new(m.pairs());
         if !self.find_cycles(m, &mut cycles, 1) {
@@ -782,12 +800,22 @@ impl Searcher {
 
     /// Builds child `i` of a node whose children are `branches`, from `base` (the node with
     /// the pairs of the children before i fixed), and fixes child i's pair, if it has one,
-    /// in `base` for the next sibling (when there is one).
-    fn child(&mut self, base: &mut Matching, branches: &[Child], i: usize) -> Matching {
+    /// in `base` for the next sibling (when there is one). With a `floor`, the child is left
+    /// incomplete once its bound is below it ([`Matching::exclude_above`]).
+    fn child(
+        &mut self,
+        base: &mut Matching,
+        branches: &[Child],
+        i: usize,
+        floor: Option<i64>,
+    ) -> Matching {
         let c = &branches[i];
         let mut child = base.clone();
         for &(a, b) in &c.exclude {
-            child.exclude(&self.graph, a, b, &mut self.scratch);
+            match floor {
+                Some(floor) => child.exclude_above(&self.graph, a, b, floor, &mut self.scratch),
+                None => child.exclude(&self.graph, a, b, &mut self.scratch),
+            }
         }
         // The last child has no sibling after it to build from `base`.
         if let Some((a, b)) = c.then_fix.filter(|_| i + 1 < branches.len()) {
@@ -807,7 +835,7 @@ impl Searcher {
         let mut node = self.root.clone();
         let mut frames = Vec::new();
         for (d, &i) in path.iter().enumerate() {
-            let Eval::Branch(branches) = self.evaluate(&node, None) else {
+            let Eval::Branch(branches) = self.evaluate(&mut node, None) else {
                 return Err(format!("path {path:?}: node at depth {d} is a leaf"));
             };
             let i = i as usize;
@@ -823,7 +851,7 @@ impl Searcher {
                     base.fix(&self.graph, a, b, &mut self.scratch);
                 }
             }
-            node = self.child(&mut base, &branches, i);
+            node = self.child(&mut base, &branches, i, None);
             if d >= keep_from {
                 let end = end_under_limit(&path[..d], branches.len(), limit);
                 frames.push(Frame {
@@ -881,7 +909,7 @@ impl Searcher {
             }
             self.stats.nodes += 1;
             self.prepared = None;
-            let eval = self.evaluate(&node, best);
+            let eval = self.evaluate(&mut node, best);
             let prepared = self.prepared.take();
             if let Some(profile) = self.profile.as_deref_mut() {
                 profile.record(path.len(), &eval, &frames);
@@ -949,7 +977,7 @@ impl Searcher {
                         }
                         built
                     }
-                    None => self.child(&mut top.base, &top.branches, i),
+                    None => self.child(&mut top.base, &top.branches, i, None),
                 };
                 break;
             }
@@ -1034,14 +1062,14 @@ impl Searcher {
     /// The children of the node at `path` (their paths, or nothing for a leaf) and the
     /// node's bound; used by the splitter. Errors on a path that names no node.
     pub fn expand(&mut self, path: &[u16]) -> Result<Expansion, String> {
-        let (node, _) = self.descend(path, usize::MAX, None)?;
+        let (mut node, _) = self.descend(path, usize::MAX, None)?;
         let bound = node.bound();
-        let children = match self.evaluate(&node, None) {
+        let children = match self.evaluate(&mut node, None) {
             Eval::Branch(branches) => {
                 let mut base = node;
                 let mut children = Vec::with_capacity(branches.len());
                 for i in 0..branches.len() {
-                    let child = self.child(&mut base, &branches, i);
+                    let child = self.child(&mut base, &branches, i, None);
                     let mut p = path.to_vec();
                     p.push(i as u16);
                     children.push((p, child.bound()));
@@ -1443,7 +1471,7 @@ mod tests {
                     !kept.exhausted
                 );
                 checked += usize::from(kept.found.len() > 1);
-                if let Eval::Branch(children) = s.evaluate(&node, None) {
+                if let Eval::Branch(children) = s.evaluate(&mut node.clone(), None) {
                     for i in 0..children.len() as u16 {
                         open.push([path.as_slice(), &[i]].concat());
                     }
@@ -1477,7 +1505,10 @@ mod tests {
                 if shadowed.bound() < node.bound() {
                     tighter += 1;
                 }
-                match (s.evaluate(&node, None), s.evaluate(&shadowed, None)) {
+                match (
+                    s.evaluate(&mut node.clone(), None),
+                    s.evaluate(&mut shadowed.clone(), None),
+                ) {
                     (Eval::Branch(plain), Eval::Branch(cut)) => {
                         assert_eq!(plain, cut, "n = {n}, path {path:?}");
                         if path.len() < 3 {
