@@ -123,16 +123,16 @@ fn main() -> ExitCode {
         let journal = flag(&mut args, "--journal").map(std::path::PathBuf::from);
         let units = flag(&mut args, "--units").map(|u| u.parse().expect("--units K"));
         let stop_file = flag(&mut args, "--stop-file").map(std::path::PathBuf::from);
-        return record(
+        return record(&RecordRun {
             from,
             to,
-            &commit,
+            commit,
             threads,
             polish,
             units,
-            journal.as_deref(),
-            stop_file.as_deref(),
-        );
+            journals: journal,
+            stop_file,
+        });
     }
     if let Some(at) = args.iter().position(|a| a == "--check") {
         let from: u32 = args[at + 1].parse().expect("--check A B FILE");
@@ -235,18 +235,38 @@ fn check(from: u32, to: u32, terms: &[i64], threads: usize) -> ExitCode {
 }
 
 /// Proves every N in `from..=to` and prints one record row per N (see the module docs).
-#[allow(clippy::too_many_arguments)]
-fn record(
+/// What `--record` proves and how (see [`record`]).
+struct RecordRun {
+    /// The first and last N.
     from: u32,
     to: u32,
-    commit: &str,
+    /// The commit the rows name.
+    commit: String,
     threads: usize,
+    /// Polish the starting game (`--no-polish` turns it off).
     polish: bool,
+    /// Units an N (`--units`).
     units: Option<u32>,
-    journals: Option<&std::path::Path>,
-    stop_file: Option<&std::path::Path>,
-) -> ExitCode {
-    let stop = stop_file.map(|p| move || p.exists());
+    /// The directory of the per-N journals (`--journal`).
+    journals: Option<std::path::PathBuf>,
+    /// The file whose existence asks the run to stop (`--stop-file`).
+    stop_file: Option<std::path::PathBuf>,
+}
+
+/// Proves N = `from..=to` in turn, each on the N before it, and prints one row of
+/// `records/sieve.tsv` for each (`bench/sieve_record.sh` appends them).
+fn record(run: &RecordRun) -> ExitCode {
+    let RecordRun {
+        from,
+        to,
+        ref commit,
+        threads,
+        polish,
+        units,
+        ref journals,
+        ref stop_file,
+    } = *run;
+    let stop = stop_file.as_deref().map(|p| move || p.exists());
     let date = today();
     // Each N builds on the proven N - 1 (the record's row for from - 1, then the row just
     // proven), as a family campaign does.
@@ -254,7 +274,9 @@ fn record(
     for n in from..=to {
         let cpu = process_cpu_seconds();
         let wall = Instant::now();
-        let path = journals.map(|dir| dir.join(format!("{n}.jsonl")));
+        let path = journals
+            .as_deref()
+            .map(|dir| dir.join(format!("{n}.jsonl")));
         let journal = path
             .as_ref()
             .map(|p| Journal::new(p, Box::new(move || process_cpu_seconds() - cpu)));
