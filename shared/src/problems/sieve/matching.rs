@@ -954,28 +954,26 @@ mod tests {
             let g = Graph::new(n);
             let mut sc = Scratch::default();
             let mut base = Matching::new(&g, &[], &mut sc);
-            let live = |m: &Matching| -> Vec<(u32, u32)> {
-                (2..=n)
+            // The live edge `pick` (modulo their number) of a matching, if any.
+            let live_edge = |m: &Matching, pick: usize| -> Option<(u32, u32)> {
+                let edges: Vec<(u32, u32)> = (2..=n)
                     .flat_map(|x| m.live_edges(&g, x).filter(move |e| e.big == x))
                     .map(|e| (e.big, e.other))
-                    .collect()
+                    .collect();
+                (!edges.is_empty()).then(|| edges[pick % edges.len()])
             };
             for pick in fixes {
-                let edges = live(&base);
-                if edges.is_empty() {
+                let Some((big, small)) = live_edge(&base, pick) else {
                     break;
-                }
-                let (big, small) = edges[pick % edges.len()];
+                };
                 base.fix(&g, big, small, &mut sc);
             }
             let floor = base.bound() - below;
             let (mut eager, mut lazy) = (base.clone(), base);
             for pick in excludes {
-                let edges = live(&eager);
-                if edges.is_empty() {
+                let Some((big, small)) = live_edge(&eager, pick) else {
                     break;
-                }
-                let (big, small) = edges[pick % edges.len()];
+                };
                 eager.exclude(&g, big, small, &mut sc);
                 lazy.exclude_above(&g, big, small, floor, &mut sc);
             }
