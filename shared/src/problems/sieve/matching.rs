@@ -558,13 +558,7 @@ impl Matching {
         if let Some(s) = self.shadow.as_deref_mut() {
             s.matching.exclude(&s.graph, big, small, scratch);
         }
-        self.slots[big as usize].excluded |= 1 << bit;
-        if self.slots[big as usize].mate == small && !self.slots[big as usize].dead {
-            self.slots[big as usize].mate = 0;
-            self.slots[small as usize].mate = 0;
-            self.settle(g, big, scratch);
-            self.settle(g, small, scratch);
-        }
+        self.exclude_bit(g, big, small, bit, i64::MIN, scratch);
     }
 
     /// Excludes the edge (big, small) like [`Matching::exclude`], but stops repairing as
@@ -590,6 +584,21 @@ impl Matching {
         let Some(bit) = g.bit_of(big, small) else {
             return;
         };
+        self.exclude_bit(g, big, small, bit, floor, scratch);
+    }
+
+    /// Excludes the edge (big, small) of `g` (prime index `bit` of `big`) from a complete
+    /// matching without a shadow to keep in step, and repairs it, stopping below `floor`
+    /// ([`Matching::exclude_above`]; `i64::MIN` repairs it whole).
+    fn exclude_bit(
+        &mut self,
+        g: &Graph,
+        big: u32,
+        small: u32,
+        bit: u8,
+        floor: i64,
+        scratch: &mut Scratch,
+    ) {
         self.slots[big as usize].excluded |= 1 << bit;
         if self.slots[big as usize].mate == small && !self.slots[big as usize].dead {
             self.slots[big as usize].mate = 0;
