@@ -338,5 +338,93 @@ mod tests {
             prop_assert!(!Divisor::new(d).divides(small * d + 1));
             prop_assert!(small == 0 || !Divisor::new(d).divides(small * d - 1));
         }
+
+        /// [`is_acyclic`] agrees with a transitive closure: false exactly when a cycle is
+        /// reachable from a pair after the fixed ones.
+        #[test]
+        fn the_cycle_test_agrees_with_a_closure(
+            fixed in pairs(24),
+            chosen in pairs(4),
+        ) {
+            let all: Vec<(u32, u32)> = fixed.iter().chain(&chosen).copied().collect();
+            prop_assert_eq!(
+                is_acyclic(&all, fixed.len(), &mut Vec::new()),
+                acyclic_by_closure(&all, fixed.len())
+            );
+        }
+
+        /// [`any_acyclic_assignment`] agrees with trying every assignment against the
+        /// closure.
+        #[test]
+        fn assignments_agree_with_trying_them_all(
+            fixed in pairs(16),
+            options in proptest::collection::vec(pairs(4), 0..5),
+        ) {
+            let want = every_assignment(&options, &mut fixed.clone(), fixed.len());
+            let mut chosen = fixed.clone();
+            let got = any_acyclic_assignment(
+                &options, &mut chosen, fixed.len(), &mut Vec::new(), &mut Vec::new());
+            prop_assert_eq!(got, want);
+            prop_assert_eq!(chosen, fixed);
+        }
+    }
+
+    /// Up to `most` pairs (number, factor): numbers with small factors, and primes above
+    /// every factor (a cycle reached from one of those runs among the pairs before it).
+    fn pairs(most: usize) -> impl Strategy<Value = Vec<(u32, u32)>> {
+        proptest::collection::vec(
+            (
+                prop_oneof![2u32..90, proptest::sample::select(vec![97u32, 101, 103])],
+                1u32..16,
+            ),
+            0..most,
+        )
+    }
+
+    /// True when no precedence cycle of `all` is reachable from a pair from `from` on, by a
+    /// transitive closure.
+    fn acyclic_by_closure(all: &[(u32, u32)], from: usize) -> bool {
+        let count = all.len();
+        // reach[i][j]: a path of one or more precedence edges from i to j.
+        let mut reach = vec![vec![false; count]; count];
+        for i in 0..count {
+            for j in 0..count {
+                reach[i][j] = i != j && all[i].1 > 1 && all[j].0.is_multiple_of(all[i].1);
+            }
+        }
+        for k in 0..count {
+            for i in 0..count {
+                for j in 0..count {
+                    if reach[i][k] && reach[k][j] {
+                        reach[i][j] = true;
+                    }
+                }
+            }
+        }
+        !(from..count).any(|root| (0..count).any(|c| (c == root || reach[root][c]) && reach[c][c]))
+    }
+
+    /// Whether some choice of one edge per option, no two sharing a number, keeps `chosen`
+    /// (its first `fixed` pairs fixed) acyclic by [`acyclic_by_closure`].
+    fn every_assignment(
+        options: &[Vec<(u32, u32)>],
+        chosen: &mut Vec<(u32, u32)>,
+        fixed: usize,
+    ) -> bool {
+        let Some((first, rest)) = options.split_first() else {
+            return acyclic_by_closure(chosen, fixed);
+        };
+        first.iter().any(|&(a, b)| {
+            let taken = chosen[fixed..]
+                .iter()
+                .any(|&(x, y)| [x, y].contains(&a) || [x, y].contains(&b));
+            if taken {
+                return false;
+            }
+            chosen.push((a, b));
+            let ok = every_assignment(rest, chosen, fixed);
+            chosen.pop();
+            ok
+        })
     }
 }
