@@ -271,6 +271,17 @@ fn cycle_children(branches: &[(u32, u32)]) -> Vec<Child> {
 /// A strong branching cost (children whose bound reaches the reference, their total excess).
 type Cost = (usize, i64);
 
+/// Adds a child whose bound exceeds the reference by `excess` to an option's cost (a child
+/// below the reference, `excess < 0`, adds nothing); true when it counted.
+fn count_child(cost: &mut Cost, excess: i64) -> bool {
+    if excess < 0 {
+        return false;
+    }
+    cost.0 += 1;
+    cost.1 += excess + 1;
+    true
+}
+
 /// True when an option's `cost` so far (which only grows) rules it out against `cutoff`:
 /// the best cost so far, and whether a tie loses (the option comes after the best one).
 fn beyond(cost: Cost, cutoff: Option<(Cost, bool)>) -> bool {
@@ -638,7 +649,7 @@ impl Searcher {
         cutoff: Option<(Cost, bool)>,
     ) -> Option<(Cost, Vec<Matching>)> {
         let mut base = m.clone();
-        let mut cost = (0, 0);
+        let mut cost: Cost = (0, 0);
         let mut children = Vec::with_capacity(branches.len());
         for i in 0..branches.len() {
             // A child whose bound falls below the reference is left incomplete: its excess
@@ -651,13 +662,9 @@ impl Searcher {
                 -1
             };
             children.push(child);
-            if excess >= 0 {
-                cost.0 += 1;
-                cost.1 += excess + 1;
-                // Costs only grow: this option cannot beat the best one any more.
-                if beyond(cost, cutoff) {
-                    return None;
-                }
+            // Costs only grow: once beyond the cutoff, this option cannot be taken.
+            if count_child(&mut cost, excess) && beyond(cost, cutoff) {
+                return None;
             }
         }
         Some((cost, children))
@@ -1909,12 +1916,8 @@ mod tests {
             let weigh = |j: usize, cutoff| {
                 let mut cost = (0usize, 0i64);
                 for &e in &excesses[j] {
-                    if e >= 0 {
-                        cost.0 += 1;
-                        cost.1 += e + 1;
-                        if beyond(cost, cutoff) {
-                            return None;
-                        }
+                    if count_child(&mut cost, e) && beyond(cost, cutoff) {
+                        return None;
                     }
                 }
                 Some((cost, cost))
