@@ -31,6 +31,11 @@
 //! turns them off), and prints its nodes, cut derivations and seconds. A fifth word `warm`
 //! keeps the cut LP warm down the tree instead (`Searcher::set_warm_lp`).
 //!
+//! `cargo bench -p grind-shared --bench sieve -- --walk N AT` expands every node on the way
+//! to AT (child indices, comma-separated, or a checkpoint cursor as a records journal
+//! writes it, in hex) and prints, per depth, the children's bounds less the published value
+//! and what each child excludes and fixes: where a large subtree spends its nodes.
+//!
 //! `cargo bench -p grind-shared --bench sieve -- --record A B COMMIT` proves every N in
 //! A..=B and prints one `records/sieve.tsv` row per N (value, root bound, units, nodes, CPU
 //! and wall seconds, versions, COMMIT, date, an optimal game); `bench/sieve_record.sh`
@@ -59,7 +64,13 @@ use sieve_common::{process_cpu_seconds, today};
 
 use grind_shared::problem::Problem;
 use grind_shared::problems::sieve::{
-    cuts, family, journal::Journal, local, search, search::Searcher, table, Sieve, SieveParams,
+    cuts, family,
+    journal::{self, Journal},
+    local, search,
+    search::Searcher,
+    table,
+    unit::SieveUnit,
+    Sieve, SieveParams,
 };
 use grind_shared::registry::ProblemDef;
 
@@ -112,6 +123,10 @@ fn main() -> ExitCode {
             start.elapsed().as_secs_f64()
         );
         return ExitCode::SUCCESS;
+    }
+    if let Some(at) = args.iter().position(|a| a == "--walk") {
+        let n: u32 = args[at + 1].parse().expect("--walk N AT");
+        return walk(n, args.get(at + 2).expect("--walk N AT"));
     }
     if let Some(n) = flag(&mut args, "--probe") {
         return probe(n.parse().expect("--probe N"));
@@ -475,6 +490,48 @@ fn dump_units(n: u32) -> ExitCode {
             "{}",
             serde_json::json!({"path": path, "bound": node.bound(), "fixed": fixed, "live": live})
         );
+    }
+    ExitCode::SUCCESS
+}
+
+/// `--walk`: the branching on the way to `at` (a comma-separated path or a hex cursor).
+fn walk(n: u32, at: &str) -> ExitCode {
+    let path: Vec<u16> = if at.contains(',') || at.parse::<u16>().is_ok() {
+        at.split(',').map(|p| p.parse().expect("path")).collect()
+    } else {
+        let bytes = journal::unhex(at).expect("a path or a hex cursor");
+        match SieveUnit::decode(&bytes).expect("a sieve cursor") {
+            SieveUnit::Exact { path, .. } => path,
+            SieveUnit::Heuristic { .. } => panic!("a heuristic cursor names no node"),
+        }
+    };
+    let terms = table::read_terms(table::PUBLISHED_TABLE).expect("table");
+    let bar = terms[n as usize - 1];
+    let sieve = Sieve::from_params(SieveParams::exact(n)).expect("parameters");
+    let mut searcher = sieve.exact_searcher();
+    println!("N = {n}, excess over the published value {bar}; the path taken in brackets");
+    for depth in 0..path.len() {
+        let node = searcher.expand(&path[..depth]).expect("expand");
+        let excess: Vec<String> = node
+            .children
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let e = c.1 - bar;
+                if i == usize::from(path[depth]) {
+                    format!("[{e}]")
+                } else {
+                    e.to_string()
+                }
+            })
+            .collect();
+        println!("depth {depth}: {}", excess.join(" "));
+        for child in &node.branching {
+            println!(
+                "    exclude {:?}, then fix {:?}",
+                child.exclude, child.then_fix
+            );
+        }
     }
     ExitCode::SUCCESS
 }

@@ -133,12 +133,12 @@ enum Eval {
 
 /// One child of a branching node.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-struct Child {
+pub struct Child {
     /// The edges (big, small) the child excludes.
-    exclude: Vec<(u32, u32)>,
+    pub exclude: Vec<(u32, u32)>,
     /// The matched pair the node fixes for the children after this one (branching on a
     /// cycle's pairs), if any.
-    then_fix: Option<(u32, u32)>,
+    pub then_fix: Option<(u32, u32)>,
 }
 
 impl Child {
@@ -1120,7 +1120,7 @@ impl Searcher {
     pub fn expand(&mut self, path: &[u16]) -> Result<Expansion, String> {
         let (mut node, _) = self.descend(path, usize::MAX, None)?;
         let bound = node.bound();
-        let children = match self.evaluate(&mut node, None) {
+        let (children, branching) = match self.evaluate(&mut node, None) {
             Eval::Branch(branches) => {
                 let mut base = node;
                 let mut children = Vec::with_capacity(branches.len());
@@ -1130,11 +1130,15 @@ impl Searcher {
                     p.push(i as u16);
                     children.push((p, child.bound()));
                 }
-                children
+                (children, branches)
             }
-            _ => Vec::new(),
+            _ => (Vec::new(), Vec::new()),
         };
-        Ok(Expansion { bound, children })
+        Ok(Expansion {
+            bound,
+            children,
+            branching,
+        })
     }
 }
 
@@ -1178,6 +1182,9 @@ pub struct Expansion {
     pub bound: i64,
     /// Children's paths and bounds (empty for a leaf).
     pub children: Vec<(Vec<u16>, i64)>,
+    /// What each child excludes, and the pair the node fixes for the children after it
+    /// (empty for a leaf).
+    pub branching: Vec<Child>,
 }
 
 /// The exclusive end of the children of the node at `path` (which has `count` children)
