@@ -292,6 +292,8 @@ fn record(run: &RecordRun) -> ExitCode {
         let path = journals
             .as_deref()
             .map(|dir| dir.join(format!("{n}.jsonl")));
+        // A proof journaled under an earlier solver version is finished on its tree.
+        let solver = path.as_deref().and_then(journal::solver_of);
         let journal = path
             .as_ref()
             .map(|p| Journal::new(p, Box::new(move || process_cpu_seconds() - cpu)));
@@ -304,6 +306,7 @@ fn record(run: &RecordRun) -> ExitCode {
                 units,
                 log: journal.as_ref().map(|j| j as &dyn local::UnitLog),
                 stop: stop.as_ref().map(|s| s as &(dyn Fn() -> bool + Sync)),
+                solver,
             },
         );
         let proven = match proven {
@@ -333,7 +336,7 @@ fn record(run: &RecordRun) -> ExitCode {
             proven.score,
             proven.units,
             proven.nodes,
-            Sieve::SOLVER_VERSION,
+            solver.unwrap_or(Sieve::SOLVER_VERSION),
             env!("CARGO_PKG_VERSION"),
             game.join(" ")
         );

@@ -58,7 +58,7 @@ pub fn predecessor(n: u32) -> Option<Predecessor> {
 }
 
 /// Whether `n` is prime.
-fn is_prime(n: u32) -> bool {
+pub(super) fn is_prime(n: u32) -> bool {
     n >= 2 && largest_prime(n) == n
 }
 

@@ -205,6 +205,15 @@ fn best_json(best: Option<&Scored>) -> Value {
     )
 }
 
+/// The solver version a journal file's header names (`None` when there is no such file or
+/// no readable header): a proof resumed from it searches that version's tree.
+pub fn solver_of(path: &Path) -> Option<u32> {
+    let file = File::open(path).ok()?;
+    let mut first = String::new();
+    BufReader::new(file).read_line(&mut first).ok()?;
+    parse_header(&first).map(|id| id.solver)
+}
+
 fn parse_header(line: &str) -> Option<ProofId> {
     let v: Value = serde_json::from_str(line).ok()?;
     Some(ProofId {
@@ -353,11 +362,38 @@ mod tests {
     }
 
     #[test]
+    fn a_journal_names_its_solver_version_and_is_resumed_only_under_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("150.jsonl");
+        let prove = |solver: Option<u32>| {
+            local::prove_with(
+                150,
+                local::ProofOptions {
+                    threads: 1,
+                    units: Some(8),
+                    log: Some(&journal(&path)),
+                    solver,
+                    ..local::ProofOptions::default()
+                },
+            )
+        };
+        assert_eq!(solver_of(&path), None);
+        let old = prove(Some(7)).unwrap();
+        assert_eq!(solver_of(&path), Some(7));
+        let err = prove(None).unwrap_err().to_string();
+        assert!(err.contains("not for this proof"), "{err}");
+        assert_eq!(prove(Some(7)).unwrap().score, old.score);
+        let err = prove(Some(6)).unwrap_err().to_string();
+        assert!(err.contains("solver version 6"), "{err}");
+    }
+
+    #[test]
     fn a_stopped_proof_resumes_its_open_unit_at_its_checkpoint() {
         use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
         let dir = tempfile::tempdir().unwrap();
         let n = 315;
-        // The whole tree in one unit on one thread: a stop lands inside it.
+        // The whole tree in one unit on one thread: a stop lands inside it. (Version 7's
+        // tree: version 8's has 26 nodes here, too few for a stop in the middle.)
         let one_unit = |log: &Journal, stop: &(dyn Fn() -> bool + Sync)| {
             local::prove_with(
                 n,
@@ -366,6 +402,7 @@ mod tests {
                     units: Some(1),
                     log: Some(log),
                     stop: Some(stop),
+                    solver: Some(7),
                     ..local::ProofOptions::default()
                 },
             )

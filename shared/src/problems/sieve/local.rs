@@ -182,6 +182,9 @@ pub struct ProofOptions<'a> {
     /// ([`UnitLog::leave_open`]) to be resumed from their checkpoints, and the proof ends
     /// with an error saying it stopped.
     pub stop: Option<&'a (dyn Fn() -> bool + Sync)>,
+    /// The solver version whose tree to search ([`Sieve::with_solver`]; the current one when
+    /// `None`): a proof journaled under an earlier version is finished on its tree.
+    pub solver: Option<u32>,
 }
 
 /// Proves the optimum for 1..=n as `options` say (see [`ProofOptions`]).
@@ -339,12 +342,14 @@ fn prove_from(
         units,
         log,
         stop,
+        solver,
         ..
     } = *options;
     let sieve = Sieve::from_params(super::SieveParams {
         units,
         ..super::SieveParams::exact(n)
-    })?;
+    })?
+    .with_solver(solver.unwrap_or(Sieve::SOLVER_VERSION))?;
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build()
@@ -415,7 +420,7 @@ fn prove_from(
         let start = shared.bound.load(Ordering::Relaxed);
         let proof = ProofId {
             n,
-            solver: Sieve::SOLVER_VERSION,
+            solver: sieve.solver(),
             units: batch.units.len(),
             start,
         };

@@ -54,7 +54,10 @@
 //! `Searcher::set_cut_penalties` bounds nodes by it through the shadow; it measured slower in
 //! campaigns, so exact campaigns leave it off. The root fixes (largest prime, 1). Nodes are named
 //! by paths (depth-first order = lexicographic order), so units, limits, checkpoints and donation
-//! work as in topswops.
+//! work as in topswops. Since solver version 8 the exact root also leaves out the edges
+//! [`symmetry`] proves some optimal game avoids (the "helper" edges m p -> m of primes p below
+//! the largest few of their range (N/(k+1), N/k]); [`Sieve::with_solver`] still searches
+//! version 7's tree for a proof journaled under it.
 //!
 //! # Starting bound and splitting
 //!
@@ -107,6 +110,7 @@ pub mod local;
 pub mod matching;
 pub mod regions;
 pub mod search;
+pub mod symmetry;
 pub mod table;
 pub mod unit;
 pub mod warm_lp;
@@ -150,6 +154,9 @@ pub fn probe_nodes(n: u32) -> u64 {
 /// with solver version 7 at N = 738: 8 candidates take 4.3 times the CPU of 16, and 32 give
 /// 16's tree ("Solver version 7").
 pub const STRONG_CANDIDATES: usize = 16;
+
+/// The first solver version whose exact tree leaves out [`symmetry::needless_edges`].
+pub const FIRST_SYMMETRY_SOLVER: u32 = 8;
 
 /// Disjoint cycles the region bound prices at each node of an exact search
 /// ([`Searcher::set_region_bound`]).
@@ -250,6 +257,8 @@ pub struct Sieve {
     start: OnceLock<Probe>,
     /// The exact units, computed on first use.
     frontier: OnceLock<Result<Vec<Vec<u16>>, String>>,
+    /// The solver version whose tree exact mode searches ([`Sieve::with_solver`]).
+    solver: u32,
 }
 
 impl ProblemDef for Sieve {
@@ -264,7 +273,7 @@ impl ProblemDef for Sieve {
     // 6: exact searches weigh 16 candidate cycles at each branching node instead of 8.
     // 7: a cycle's children take its pairs largest number first (fixing the largest pairs
     //    in the later children) instead of smallest first: other trees, other paths.
-    const SOLVER_VERSION: u32 = 7;
+    const SOLVER_VERSION: u32 = 8;
     type Params = SieveParams;
 
     fn from_params(params: SieveParams) -> Result<Self, ProblemError> {
@@ -297,6 +306,7 @@ impl ProblemDef for Sieve {
             n,
             start: OnceLock::new(),
             frontier: OnceLock::new(),
+            solver: Self::SOLVER_VERSION,
         })
     }
 
@@ -404,7 +414,32 @@ impl Sieve {
         searcher.set_largest_first(true);
         searcher.set_cluster_branching(true);
         searcher.set_region_bound(REGION_CYCLES);
+        if self.solver >= FIRST_SYMMETRY_SOLVER {
+            for (big, small) in symmetry::needless_edges(self.n) {
+                searcher.exclude_at_root(big, small);
+            }
+        }
         searcher
+    }
+
+    /// This instance with exact mode's tree as solver version `version` searched it: the
+    /// current one, or 7 (without [`symmetry`]'s exclusions), so that a local proof begun
+    /// under version 7 is finished on the same tree ([`local::ProofOptions::solver`]).
+    pub fn with_solver(mut self, version: u32) -> Result<Sieve, ProblemError> {
+        if !(FIRST_SYMMETRY_SOLVER - 1..=Self::SOLVER_VERSION).contains(&version) {
+            return Err(ProblemError::InvalidParams(format!(
+                "sieve: solver version {version} is not one this build searches: {} or {}",
+                FIRST_SYMMETRY_SOLVER - 1,
+                Self::SOLVER_VERSION
+            )));
+        }
+        self.solver = version;
+        Ok(self)
+    }
+
+    /// The solver version whose tree exact mode searches.
+    pub fn solver(&self) -> u32 {
+        self.solver
     }
 
     /// The starting game of exact mode (see `Sieve::probe`).
