@@ -103,6 +103,15 @@ fn main() {
 }
 
 fn run(args: Args) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .context("cannot start the IO runtime")?;
+    let shutdown = {
+        let _runtime = runtime.enter();
+        shutdown_signal().context("cannot listen for SIGTERM and SIGINT")?
+    };
     let mut config = WorkerConfig::new(&args.coordinator);
     config.access = Access::from_sources(
         args.token.clone(),
@@ -121,11 +130,6 @@ fn run(args: Args) -> anyhow::Result<()> {
     if let Some(name) = args.name {
         config.name = name;
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .context("cannot start the IO runtime")?;
     // Bundles (a user's solver, checker, instance) come from the coordinator on first use.
     grind_worker::bundles::WorkerBundles::new(
         args.bundle_cache
@@ -135,7 +139,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         runtime.handle().clone(),
     )?
     .install();
-    let summary = runtime.block_on(grind_worker::run(config, shutdown_signal()))?;
+    let summary = runtime.block_on(grind_worker::run(config, shutdown))?;
     tracing::info!(
         "worker {} stopped: {} unit(s) done, {} refused, {} undelivered",
         summary.worker_id,
@@ -146,12 +150,18 @@ fn run(args: Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn shutdown_signal() {
+/// Resolves on the first SIGTERM or SIGINT. The handlers are installed here, at start-up
+/// (inside the runtime), not when the future is first polled: a signal that arrives while the
+/// worker is still starting (its first call to the coordinator can take a minute) then stops
+/// it gracefully instead of killing it with status 143.
+fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
     use tokio::signal::unix::{signal, SignalKind};
-    let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
-    let mut int = signal(SignalKind::interrupt()).expect("SIGINT handler");
-    tokio::select! {
-        _ = term.recv() => tracing::info!("SIGTERM received"),
-        _ = int.recv() => tracing::info!("SIGINT received"),
-    }
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    Ok(async move {
+        tokio::select! {
+            _ = term.recv() => tracing::info!("SIGTERM received"),
+            _ = int.recv() => tracing::info!("SIGINT received"),
+        }
+    })
 }

@@ -153,7 +153,11 @@ pub async fn run_with<C: Coordinator>(
         }
         agent.watch_load();
         if agent.worker_id == 0 && agent.contact.reachable() {
-            agent.register().await;
+            // Nothing is held before registering: a stop need not wait for the call.
+            tokio::select! {
+                _ = &mut shutdown => break,
+                _ = agent.register() => {}
+            }
         }
         if agent.worker_id != 0 {
             agent.deliver().await;
