@@ -29,7 +29,8 @@
 //! exact unit (PATH: child indices, comma-separated) with the published optimum as the bar
 //! and node cuts after AFTER nodes under a branching node (`Searcher::set_node_cuts`; `none`
 //! turns them off), and prints its nodes, cut derivations and seconds. A fifth word `warm`
-//! keeps the cut LP warm down the tree instead (`Searcher::set_warm_lp`).
+//! keeps the cut LP warm down the tree instead (`Searcher::set_warm_lp`); `--solver V`
+//! searches solver version V's tree (as `Sieve::with_solver`).
 //!
 //! `cargo bench -p grind-shared --bench sieve -- --walk N AT` expands every node on the way
 //! to AT (child indices, comma-separated, or a checkpoint cursor as a records journal
@@ -99,6 +100,8 @@ fn main() -> ExitCode {
         );
     }
     if let Some(at) = args.iter().position(|a| a == "--unit-search") {
+        let solver: Option<u32> =
+            flag(&mut args, "--solver").map(|v| v.parse().expect("--solver V"));
         let n: u32 = args[at + 1].parse().expect("N");
         let path: Vec<u16> = args[at + 2]
             .split(',')
@@ -106,7 +109,10 @@ fn main() -> ExitCode {
             .collect();
         let after: Option<u64> = args[at + 3].parse().ok();
         let terms = table::read_terms(table::PUBLISHED_TABLE).expect("table");
-        let sieve = Sieve::from_params(SieveParams::exact(n)).expect("parameters");
+        let mut sieve = Sieve::from_params(SieveParams::exact(n)).expect("parameters");
+        if let Some(version) = solver {
+            sieve = sieve.with_solver(version).expect("--solver V");
+        }
         let mut searcher = sieve.exact_searcher();
         searcher.set_node_cuts(after);
         searcher.set_warm_lp(args.get(at + 4).is_some_and(|a| a == "warm"));

@@ -100,6 +100,7 @@
 pub mod anytime;
 pub mod certificate;
 pub mod cuts;
+mod cycles;
 mod donation;
 mod drawing;
 pub mod family;

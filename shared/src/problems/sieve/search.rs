@@ -79,6 +79,7 @@
 use std::sync::Arc;
 
 use super::cuts::{self, Cut, Penalties};
+use super::cycles::{CycleFinder, Cycles};
 use super::game::order_pairing;
 use super::matching::{Graph, Matching, Scratch};
 use super::regions::{any_acyclic_assignment, RegionBound};
@@ -145,115 +146,6 @@ impl Child {
     /// The numbers the child's edges touch.
     fn numbers(&self) -> impl Iterator<Item = u32> + '_ {
         self.exclude.iter().flat_map(|&(a, b)| [a, b])
-    }
-}
-
-/// A node's disjoint precedence cycles (their non-fixed pairs, in branching order), found
-/// one at a time, each without the non-fixed pairs of those before it.
-struct Cycles {
-    found: Vec<Vec<(u32, u32)>>,
-    /// The node's pairs (fixed and matched).
-    pairs: Vec<(u32, u32)>,
-    /// Which of `pairs` the next cycle is looked for among (the pairs to branch on of the
-    /// cycles found so far are out).
-    left: Vec<bool>,
-    /// The precedence successors of `pairs`, listed on first use.
-    successors: Option<Successors>,
-    /// The depth-first searches' colour of each pair (0 unseen, 1 on the search's path, 2
-    /// no cycle reachable from it). Taking pairs out of `left` creates no cycle, so a pair
-    /// stays 2 for the searches after ([`CycleFinder::find`]).
-    colour: Vec<u8>,
-    /// No further cycle.
-    exhausted: bool,
-}
-
-impl Cycles {
-    /// No cycle found yet among `pairs`.
-    fn new(pairs: Vec<(u32, u32)>) -> Cycles {
-        Cycles {
-            found: Vec::new(),
-            left: vec![true; pairs.len()],
-            colour: vec![0; pairs.len()],
-            pairs,
-            successors: None,
-            exhausted: false,
-        }
-    }
-}
-
-/// The precedence edges among a node's pairs: pair j follows pair i when i's factor divides
-/// j's number; pair i's successors are `list[first[i]..first[i + 1]]`, in the order of their
-/// numbers.
-#[derive(Debug, Default)]
-struct Successors {
-    first: Vec<u32>,
-    list: Vec<u32>,
-    /// Each pair's strongly connected component: a cycle through a pair stays within it.
-    component: Vec<u32>,
-}
-
-impl Successors {
-    fn of(&self, i: usize) -> &[u32] {
-        &self.list[self.first[i] as usize..self.first[i + 1] as usize]
-    }
-
-    /// Labels the strongly connected components (Tarjan's algorithm, without recursion).
-    fn label_components(&mut self) {
-        let count = self.first.len().saturating_sub(1);
-        const NONE: u32 = u32::MAX;
-        let mut index = vec![NONE; count];
-        let mut low = vec![0u32; count];
-        let mut on_stack = vec![false; count];
-        let mut stack: Vec<u32> = Vec::new();
-        let mut component = vec![NONE; count];
-        // (pair, position in its successors)
-        let mut calls: Vec<(u32, u32)> = Vec::new();
-        let (mut next_index, mut next_component) = (0u32, 0u32);
-        for root in 0..count {
-            if index[root] != NONE {
-                continue;
-            }
-            calls.push((root as u32, 0));
-            index[root] = next_index;
-            low[root] = next_index;
-            next_index += 1;
-            stack.push(root as u32);
-            on_stack[root] = true;
-            while let Some(&mut (v, ref mut at)) = calls.last_mut() {
-                let v = v as usize;
-                if let Some(&w) = self.of(v).get(*at as usize) {
-                    *at += 1;
-                    let w = w as usize;
-                    if index[w] == NONE {
-                        index[w] = next_index;
-                        low[w] = next_index;
-                        next_index += 1;
-                        stack.push(w as u32);
-                        on_stack[w] = true;
-                        calls.push((w as u32, 0));
-                    } else if on_stack[w] {
-                        low[v] = low[v].min(index[w]);
-                    }
-                    continue;
-                }
-                calls.pop();
-                if let Some(&(parent, _)) = calls.last() {
-                    let parent = parent as usize;
-                    low[parent] = low[parent].min(low[v]);
-                }
-                if low[v] == index[v] {
-                    while let Some(w) = stack.pop() {
-                        on_stack[w as usize] = false;
-                        component[w as usize] = next_component;
-                        if w as usize == v {
-                            break;
-                        }
-                    }
-                    next_component += 1;
-                }
-            }
-        }
-        self.component = component;
     }
 }
 
@@ -616,20 +508,9 @@ impl Searcher {
     /// The non-fixed pairs of a precedence cycle among the pairs `cycles` has left (in
     /// branching order), if there is one.
     fn cycle_branches(&mut self, m: &Matching, cycles: &mut Cycles) -> Option<Vec<(u32, u32)>> {
-        let pairs = &cycles.pairs;
-        let successors = cycles
-            .successors
-            .get_or_insert_with(|| self.cycles.list_successors(pairs));
-        let cycle =
-            self.cycles
-                .find(pairs, successors, &cycles.left, &mut cycles.colour, &|i| {
-                    m.is_fixed(pairs[i].0)
-                })?;
-        let mut branches: Vec<(u32, u32)> = cycle
-            .into_iter()
-            .map(|i| pairs[i])
-            .filter(|&(a, _)| !m.is_fixed(a))
-            .collect();
+        let cycle = self.cycles.find(cycles, &|a| m.is_fixed(a))?;
+        let mut branches: Vec<(u32, u32)> =
+            cycle.into_iter().filter(|&(a, _)| !m.is_fixed(a)).collect();
         if self.largest_first {
             branches.sort_unstable_by(|a, b| b.cmp(a));
         } else {
@@ -674,14 +555,8 @@ impl Searcher {
     /// false when it has fewer.
     fn find_cycles(&mut self, m: &Matching, cycles: &mut Cycles, count: usize) -> bool {
         while cycles.found.len() < count && !cycles.exhausted {
-            if let Some(last) = cycles.found.last() {
-                // The pairs are in increasing order ([`Matching::pairs`]).
-                debug_assert!(cycles.pairs.is_sorted());
-                for p in last {
-                    if let Ok(i) = cycles.pairs.binary_search(p) {
-                        cycles.left[i] = false;
-                    }
-                }
+            if let Some(last) = cycles.found.last().cloned() {
+                cycles.take_out(&last);
             }
             match self.cycle_branches(m, cycles) {
                 Some(c) => cycles.found.push(c),
@@ -1203,220 +1078,6 @@ fn end_under_limit(path: &[u16], count: usize, limit: Option<&[u16]>) -> usize {
     }
 }
 
-/// Finds a precedence cycle among pairs: i -> j when i's factor divides j's number.
-struct CycleFinder {
-    /// Pair index by selected number (u32::MAX = none).
-    pair_of: Vec<u32>,
-    stack: Vec<(usize, u32)>,
-    /// Refine the cycle found to the cheapest one through its pairs.
-    shortest: bool,
-    dist: Vec<u32>,
-    parent: Vec<u32>,
-    deque: std::collections::VecDeque<usize>,
-    /// Per pair of the current call: 1 if it is not fixed (a cycle's cost counts these).
-    cost: Vec<u32>,
-}
-
-impl CycleFinder {
-    fn new(n: u32) -> CycleFinder {
-        CycleFinder {
-            pair_of: vec![u32::MAX; n as usize + 1],
-            stack: Vec::new(),
-            shortest: true,
-            dist: Vec::new(),
-            parent: Vec::new(),
-            deque: std::collections::VecDeque::new(),
-            cost: Vec::new(),
-        }
-    }
-
-    /// The precedence successors of each of `pairs` (found by walking the multiples of
-    /// its factor).
-    fn list_successors(&mut self, pairs: &[(u32, u32)]) -> Successors {
-        let n = self.pair_of.len() as u32 - 1;
-        for (i, &(a, _)) in pairs.iter().enumerate() {
-            self.pair_of[a as usize] = i as u32;
-        }
-        let mut successors = Successors {
-            first: Vec::with_capacity(pairs.len() + 1),
-            list: Vec::new(),
-            component: Vec::new(),
-        };
-        for (i, &(_, b)) in pairs.iter().enumerate() {
-            successors.first.push(successors.list.len() as u32);
-            if b <= 1 {
-                continue;
-            }
-            let mut m = 2 * b;
-            while m <= n {
-                let j = self.pair_of[m as usize];
-                m += b;
-                if j != u32::MAX && j as usize != i {
-                    successors.list.push(j);
-                }
-            }
-        }
-        successors.first.push(successors.list.len() as u32);
-        for &(a, _) in pairs {
-            self.pair_of[a as usize] = u32::MAX;
-        }
-        successors.label_components();
-        successors
-    }
-
-    /// A cycle among the pairs `left` (indices into `pairs`) in precedence order, if any.
-    /// `colour` holds 2 for the pairs an earlier search among a superset of `left` found no
-    /// cycle reachable from (a depth-first search would find none now either, and would
-    /// only mark them done again, so the cycle found is the same as from scratch); it is
-    /// updated for the next search.
-    fn find(
-        &mut self,
-        pairs: &[(u32, u32)],
-        successors: &Successors,
-        left: &[bool],
-        colour: &mut [u8],
-        fixed: &dyn Fn(usize) -> bool,
-    ) -> Option<Vec<usize>> {
-        for c in colour.iter_mut() {
-            if *c == 1 {
-                *c = 0;
-            }
-        }
-        let mut found: Option<Vec<usize>> = None;
-        'roots: for root in 0..pairs.len() {
-            if !left[root] || colour[root] != 0 || pairs[root].1 <= 1 {
-                continue;
-            }
-            self.stack.clear();
-            colour[root] = 1;
-            self.stack.push((root, 0));
-            while let Some(&mut (i, ref mut at)) = self.stack.last_mut() {
-                // The next successor of i still left, if any.
-                let mut next = None;
-                while let Some(&j) = successors.of(i).get(*at as usize) {
-                    *at += 1;
-                    if left[j as usize] {
-                        next = Some(j as usize);
-                        break;
-                    }
-                }
-                match next {
-                    Some(j) if colour[j] == 1 => {
-                        let from = self
-                            .stack
-                            .iter()
-                            .position(|&(k, _)| k == j)
-                            .expect("grey is on the stack");
-                        found = Some(self.stack[from..].iter().map(|&(k, _)| k).collect());
-                        break 'roots;
-                    }
-                    Some(j) if colour[j] == 0 => {
-                        colour[j] = 1;
-                        self.stack.push((j, 0));
-                    }
-                    Some(_) => {}
-                    None => {
-                        colour[i] = 2;
-                        self.stack.pop();
-                    }
-                }
-            }
-        }
-        // Branch on the cycle with the fewest pairs to branch on: among the cycles through
-        // the pairs of the one found, the best by a 0-1 search (fixed pairs cost nothing).
-        if self.shortest {
-            if let Some(cycle) = found.take() {
-                let mut costs = std::mem::take(&mut self.cost);
-                costs.clear();
-                costs.extend((0..pairs.len()).map(|i| u32::from(!fixed(i))));
-                let cost_of = |c: &[usize]| c.iter().map(|&i| costs[i] as usize).sum::<usize>();
-                let mut best: (usize, Vec<usize>) = (cost_of(&cycle), cycle);
-                let starts = best.1.clone();
-                for start in starts {
-                    if best.0 <= 1 {
-                        break;
-                    }
-                    let below = best.0 as u32;
-                    if let Some(c) = self.cheapest_through(start, successors, left, &costs, below) {
-                        let cost = cost_of(&c);
-                        if cost < best.0 {
-                            best = (cost, c);
-                        }
-                    }
-                }
-                found = Some(best.1);
-                self.cost = costs;
-            }
-        }
-        found
-    }
-
-    /// The cycle through `start` with the fewest non-fixed pairs (0-1 breadth-first search
-    /// over the precedence edges among the pairs `left`, `cost[i]` = 1 for a non-fixed pair
-    /// i, 0 for a fixed one).
-    /// Only cycles cheaper than `below` are looked for: nodes at that distance are not
-    /// expanded, which leaves the distances and parents of the nearer ones as they were.
-    fn cheapest_through(
-        &mut self,
-        start: usize,
-        successors: &Successors,
-        left: &[bool],
-        cost: &[u32],
-        below: u32,
-    ) -> Option<Vec<usize>> {
-        let count = cost.len();
-        let component = successors.component[start];
-        self.dist.clear();
-        self.dist.resize(count, u32::MAX);
-        self.parent.clear();
-        self.parent.resize(count, u32::MAX);
-        self.deque.clear();
-        // Distances count the non-fixed pairs entered; `start` is reached again at the end.
-        self.deque.push_back(start);
-        self.dist[start] = 0;
-        let mut closing: Option<(u32, usize)> = None;
-        while let Some(i) = self.deque.pop_front() {
-            let d = self.dist[i];
-            if d >= closing.map_or(below, |(c, _)| c.min(below)) {
-                continue;
-            }
-            for &j in successors.of(i) {
-                let j = j as usize;
-                // Outside start's component no path leads back to it (and nothing there
-                // changes the distances or the order inside it).
-                if !left[j] || successors.component[j] != component {
-                    continue;
-                }
-                let nd = d + cost[j];
-                if j == start {
-                    if nd < below && closing.is_none_or(|(c, _)| nd < c) {
-                        closing = Some((nd, i));
-                    }
-                    continue;
-                }
-                if nd < self.dist[j] {
-                    self.dist[j] = nd;
-                    self.parent[j] = i as u32;
-                    if cost[j] == 0 {
-                        self.deque.push_front(j);
-                    } else {
-                        self.deque.push_back(j);
-                    }
-                }
-            }
-        }
-        let (_, last) = closing?;
-        let mut cycle = vec![last];
-        let mut at = last;
-        while at != start {
-            at = self.parent[at] as usize;
-            cycle.push(at);
-        }
-        cycle.reverse();
-        Some(cycle)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1522,14 +1183,14 @@ mod tests {
                 s.find_cycles(&node, &mut kept, 16);
                 let mut fresh = Cycles::new(node.pairs());
                 for k in 0..kept.found.len() {
-                    fresh.colour.iter_mut().for_each(|c| *c = 0);
+                    fresh.forget_done();
                     assert!(s.find_cycles(&node, &mut fresh, k + 1));
                     assert_eq!(
                         fresh.found[k], kept.found[k],
                         "n = {n}, {path:?}, cycle {k}"
                     );
                 }
-                fresh.colour.iter_mut().for_each(|c| *c = 0);
+                fresh.forget_done();
                 assert_eq!(
                     s.find_cycles(&node, &mut fresh, kept.found.len() + 1),
                     !kept.exhausted
@@ -1649,23 +1310,6 @@ mod tests {
                 assert!(plain_paths.any(|q| q == path), "n = {n}: {path:?}");
             }
         }
-    }
-
-    #[test]
-    fn components_are_the_strongly_connected_ones() {
-        // 0 -> 1 -> 2 -> 0, 2 -> 3, 3 <-> 4, 5 alone, 4 -> 5.
-        let edges: [&[u32]; 6] = [&[1], &[2], &[0, 3], &[4], &[3, 5], &[]];
-        let mut successors = Successors::default();
-        for list in edges {
-            successors.first.push(successors.list.len() as u32);
-            successors.list.extend_from_slice(list);
-        }
-        successors.first.push(successors.list.len() as u32);
-        successors.label_components();
-        let c = &successors.component;
-        assert!(c[0] == c[1] && c[1] == c[2]);
-        assert_eq!(c[3], c[4]);
-        assert!(c[2] != c[3] && c[4] != c[5] && c[0] != c[5]);
     }
 
     #[test]
