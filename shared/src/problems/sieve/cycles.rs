@@ -273,17 +273,10 @@ impl CycleFinder {
         let mut root = 0;
         while let Some(r) = next_in(&layout.numbers, &layout.numbers, &visited, root) {
             root = r + 1;
-            self.index[r as usize] = next_index;
-            self.low[r as usize] = next_index;
-            next_index += 1;
-            insert(&mut visited, r);
-            insert(&mut on_stack, r);
-            stack.push(r);
-            calls.push((r, 0));
-            while let Some(&mut (v, ref mut from)) = calls.last_mut() {
-                let b = layout.factor[v as usize];
-                if let Some(w) = self.multiples.next(b, &layout.numbers, &visited, *from) {
-                    *from = w + 1;
+            // The number to visit next: the root, then each unvisited successor in turn.
+            let mut reached = Some(r);
+            loop {
+                if let Some(w) = reached.take() {
                     self.index[w as usize] = next_index;
                     self.low[w as usize] = next_index;
                     next_index += 1;
@@ -291,6 +284,14 @@ impl CycleFinder {
                     insert(&mut on_stack, w);
                     stack.push(w);
                     calls.push((w, 0));
+                }
+                let Some(&mut (v, ref mut from)) = calls.last_mut() else {
+                    break;
+                };
+                let b = layout.factor[v as usize];
+                if let Some(w) = self.multiples.next(b, &layout.numbers, &visited, *from) {
+                    *from = w + 1;
+                    reached = Some(w);
                     continue;
                 }
                 // Done with v: its successors on the stack (itself among them, harmlessly:
