@@ -9,6 +9,8 @@
 #   untried subtrees to a thread left without work, sieve::work_queue). Stop it with
 #   `touch target/sieve-record.stop` (it then exits within seconds, its open units journaled
 #   with their checkpoints); a kill loses the open units' work since they started.
+#   From N = NODE_CUTS_FROM (default 785) on, units also prune by cut bounds kept warm down
+#   their trees (the same tree: a proof journaled without them is finished with them).
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 from=${1:?first N}
 to=${2:?last N}
@@ -38,7 +40,8 @@ if ! flock -n 9; then
 fi
 rm -f "$stop"
 cargo bench -q -p grind-shared --bench sieve -- --threads "$threads" --record "$from" "$to" "$commit" \
-  --units "${UNITS:-2048}" --journal "$PWD/records/in-progress" --stop-file "$stop" |
+  --units "${UNITS:-2048}" --journal "$PWD/records/in-progress" --stop-file "$stop" \
+  --node-cuts-from "${NODE_CUTS_FROM:-785}" |
   while IFS= read -r row; do
     printf '%s\n' "$row" >>"$record"
   done

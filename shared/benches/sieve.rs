@@ -55,7 +55,10 @@
 //! a thread left without work, `sieve::work_queue`, and stderr says how many pieces it gave).
 //! `--stop-file PATH` stops the run once PATH exists: every search stops at its next
 //! checkpoint and the units left open are journaled with their checkpoints, so that the
-//! next run resumes them there instead of from their starts.
+//! next run resumes them there instead of from their starts. `--node-cuts-from M` has the
+//! units of every N >= M also prune by cut bounds kept warm down their trees
+//! (`Sieve::with_node_cuts`: the same tree, so a journal begun without them is finished
+//! with them).
 
 use std::process::ExitCode;
 use std::time::Instant;
@@ -144,6 +147,8 @@ fn main() -> ExitCode {
         let journal = flag(&mut args, "--journal").map(std::path::PathBuf::from);
         let units = flag(&mut args, "--units").map(|u| u.parse().expect("--units K"));
         let stop_file = flag(&mut args, "--stop-file").map(std::path::PathBuf::from);
+        let node_cuts_from =
+            flag(&mut args, "--node-cuts-from").map(|n| n.parse().expect("--node-cuts-from N"));
         return record(&RecordRun {
             from,
             to,
@@ -153,6 +158,7 @@ fn main() -> ExitCode {
             units,
             journals: journal,
             stop_file,
+            node_cuts_from,
         });
     }
     if let Some(at) = args.iter().position(|a| a == "--check") {
@@ -272,6 +278,8 @@ struct RecordRun {
     journals: Option<std::path::PathBuf>,
     /// The file whose existence asks the run to stop (`--stop-file`).
     stop_file: Option<std::path::PathBuf>,
+    /// The first N whose units prune by warm node cuts (`--node-cuts-from`).
+    node_cuts_from: Option<u32>,
 }
 
 /// Proves N = `from..=to` in turn, each on the N before it, and prints one row of
@@ -286,6 +294,7 @@ fn record(run: &RecordRun) -> ExitCode {
         units,
         ref journals,
         ref stop_file,
+        node_cuts_from,
     } = *run;
     let stop = stop_file.as_deref().map(|p| move || p.exists());
     let date = today();
@@ -313,6 +322,7 @@ fn record(run: &RecordRun) -> ExitCode {
                 log: journal.as_ref().map(|j| j as &dyn local::UnitLog),
                 stop: stop.as_ref().map(|s| s as &(dyn Fn() -> bool + Sync)),
                 solver,
+                node_cuts: node_cuts_from.is_some_and(|from| n >= from),
             },
         );
         let proven = match proven {

@@ -452,6 +452,55 @@ mod tests {
     }
 
     #[test]
+    fn a_proof_stopped_without_node_cuts_is_finished_with_them() {
+        use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+        let dir = tempfile::tempdir().unwrap();
+        let n = 315;
+        // Version 7's tree in one unit on one thread, as in the test above.
+        let one_unit = |log: &Journal, stop: &(dyn Fn() -> bool + Sync), node_cuts: bool| {
+            local::prove_with(
+                n,
+                local::ProofOptions {
+                    threads: 1,
+                    units: Some(1),
+                    log: Some(log),
+                    stop: Some(stop),
+                    solver: Some(7),
+                    node_cuts,
+                    ..local::ProofOptions::default()
+                },
+            )
+        };
+        let asked = AtomicU64::new(0);
+        let never = || {
+            asked.fetch_add(1, Relaxed);
+            false
+        };
+        let whole = one_unit(&journal(&dir.path().join("whole.jsonl")), &never, false).unwrap();
+        let calls = asked.load(Relaxed);
+        let cut = one_unit(&journal(&dir.path().join("cut.jsonl")), &|| false, true).unwrap();
+        assert_eq!((cut.score, &cut.moves), (whole.score, &whole.moves));
+        assert!(cut.nodes < whole.nodes, "{} >= {}", cut.nodes, whole.nodes);
+
+        let path = dir.path().join("315.jsonl");
+        let seen = AtomicU64::new(0);
+        let halfway = || seen.fetch_add(1, Relaxed) >= calls / 2;
+        let err = one_unit(&journal(&path), &halfway, false).unwrap_err();
+        assert!(err.to_string().contains("stopped on request"), "{err}");
+        // The checkpoint names a node of the same tree: the search resumes there, prunes
+        // more, and proves the same optimum with the same game.
+        let again = one_unit(&journal(&path), &|| false, true).unwrap();
+        assert_eq!((again.score, &again.moves), (whole.score, &whole.moves));
+        assert!(
+            again.nodes < whole.nodes,
+            "{} >= {}",
+            again.nodes,
+            whole.nodes
+        );
+        assert_eq!(unit_lines(&path).len(), 1);
+    }
+
+    #[test]
     fn a_two_thread_proof_journals_each_unit_once_whatever_it_donated() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("326.jsonl");

@@ -185,6 +185,9 @@ pub struct ProofOptions<'a> {
     /// The solver version whose tree to search ([`Sieve::with_solver`]; the current one when
     /// `None`): a proof journaled under an earlier version is finished on its tree.
     pub solver: Option<u32>,
+    /// Units also prune by cut bounds kept warm down their trees ([`Sieve::with_node_cuts`];
+    /// the same tree, so a journal begun without them is finished with them).
+    pub node_cuts: bool,
 }
 
 /// Proves the optimum for 1..=n as `options` say (see [`ProofOptions`]).
@@ -343,13 +346,15 @@ fn prove_from(
         log,
         stop,
         solver,
+        node_cuts,
         ..
     } = *options;
     let sieve = Sieve::from_params(super::SieveParams {
         units,
         ..super::SieveParams::exact(n)
     })?
-    .with_solver(solver.unwrap_or(Sieve::SOLVER_VERSION))?;
+    .with_solver(solver.unwrap_or(Sieve::SOLVER_VERSION))?
+    .with_node_cuts(node_cuts);
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build()
