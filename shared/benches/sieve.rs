@@ -58,7 +58,8 @@
 //! next run resumes them there instead of from their starts. `--node-cuts-from M` has the
 //! units of every N >= M also prune by cut bounds kept warm down their trees
 //! (`Sieve::with_node_cuts`: the same tree, so a journal begun without them is finished
-//! with them).
+//! with them); `--node-cuts-after K` derives them only at branching nodes whose subtree
+//! took K nodes (default 0: from each unit's first).
 
 use std::process::ExitCode;
 use std::time::Instant;
@@ -149,6 +150,8 @@ fn main() -> ExitCode {
         let stop_file = flag(&mut args, "--stop-file").map(std::path::PathBuf::from);
         let node_cuts_from =
             flag(&mut args, "--node-cuts-from").map(|n| n.parse().expect("--node-cuts-from N"));
+        let node_cuts_after = flag(&mut args, "--node-cuts-after")
+            .map_or(0, |k| k.parse().expect("--node-cuts-after K"));
         return record(&RecordRun {
             from,
             to,
@@ -159,6 +162,7 @@ fn main() -> ExitCode {
             journals: journal,
             stop_file,
             node_cuts_from,
+            node_cuts_after,
         });
     }
     if let Some(at) = args.iter().position(|a| a == "--check") {
@@ -280,6 +284,8 @@ struct RecordRun {
     stop_file: Option<std::path::PathBuf>,
     /// The first N whose units prune by warm node cuts (`--node-cuts-from`).
     node_cuts_from: Option<u32>,
+    /// ... from a branching node whose subtree took this many nodes (`--node-cuts-after`).
+    node_cuts_after: u64,
 }
 
 /// Proves N = `from..=to` in turn, each on the N before it, and prints one row of
@@ -295,6 +301,7 @@ fn record(run: &RecordRun) -> ExitCode {
         ref journals,
         ref stop_file,
         node_cuts_from,
+        node_cuts_after,
     } = *run;
     let stop = stop_file.as_deref().map(|p| move || p.exists());
     let date = today();
@@ -322,7 +329,9 @@ fn record(run: &RecordRun) -> ExitCode {
                 log: journal.as_ref().map(|j| j as &dyn local::UnitLog),
                 stop: stop.as_ref().map(|s| s as &(dyn Fn() -> bool + Sync)),
                 solver,
-                node_cuts: node_cuts_from.is_some_and(|from| n >= from),
+                node_cuts: node_cuts_from
+                    .filter(|&from| n >= from)
+                    .map(|_| node_cuts_after),
             },
         );
         let proven = match proven {

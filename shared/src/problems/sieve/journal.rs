@@ -457,7 +457,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let n = 315;
         // Version 7's tree in one unit on one thread, as in the test above.
-        let one_unit = |log: &Journal, stop: &(dyn Fn() -> bool + Sync), node_cuts: bool| {
+        let one_unit = |log: &Journal, stop: &(dyn Fn() -> bool + Sync), node_cuts: Option<u64>| {
             local::prove_with(
                 n,
                 local::ProofOptions {
@@ -476,20 +476,20 @@ mod tests {
             asked.fetch_add(1, Relaxed);
             false
         };
-        let whole = one_unit(&journal(&dir.path().join("whole.jsonl")), &never, false).unwrap();
+        let whole = one_unit(&journal(&dir.path().join("whole.jsonl")), &never, None).unwrap();
         let calls = asked.load(Relaxed);
-        let cut = one_unit(&journal(&dir.path().join("cut.jsonl")), &|| false, true).unwrap();
+        let cut = one_unit(&journal(&dir.path().join("cut.jsonl")), &|| false, Some(0)).unwrap();
         assert_eq!((cut.score, &cut.moves), (whole.score, &whole.moves));
         assert!(cut.nodes < whole.nodes, "{} >= {}", cut.nodes, whole.nodes);
 
         let path = dir.path().join("315.jsonl");
         let seen = AtomicU64::new(0);
         let halfway = || seen.fetch_add(1, Relaxed) >= calls / 2;
-        let err = one_unit(&journal(&path), &halfway, false).unwrap_err();
+        let err = one_unit(&journal(&path), &halfway, None).unwrap_err();
         assert!(err.to_string().contains("stopped on request"), "{err}");
         // The checkpoint names a node of the same tree: the search resumes there, prunes
         // more, and proves the same optimum with the same game.
-        let again = one_unit(&journal(&path), &|| false, true).unwrap();
+        let again = one_unit(&journal(&path), &|| false, Some(0)).unwrap();
         assert_eq!((again.score, &again.moves), (whole.score, &whole.moves));
         assert!(
             again.nodes < whole.nodes,

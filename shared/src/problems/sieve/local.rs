@@ -185,9 +185,10 @@ pub struct ProofOptions<'a> {
     /// The solver version whose tree to search ([`Sieve::with_solver`]; the current one when
     /// `None`): a proof journaled under an earlier version is finished on its tree.
     pub solver: Option<u32>,
-    /// Units also prune by cut bounds kept warm down their trees ([`Sieve::with_node_cuts`];
-    /// the same tree, so a journal begun without them is finished with them).
-    pub node_cuts: bool,
+    /// Units also prune by cut bounds kept warm down their trees, from a branching node whose
+    /// subtree took this many nodes ([`Sieve::with_node_cuts`]; the same tree, so a journal
+    /// begun without them is finished with them).
+    pub node_cuts: Option<u64>,
 }
 
 /// Proves the optimum for 1..=n as `options` say (see [`ProofOptions`]).

@@ -260,8 +260,9 @@ pub struct Sieve {
     frontier: OnceLock<Result<Vec<Vec<u16>>, String>>,
     /// The solver version whose tree exact mode searches ([`Sieve::with_solver`]).
     solver: u32,
-    /// Exact units prune with cut bounds kept warm down the tree ([`Sieve::with_node_cuts`]).
-    node_cuts: bool,
+    /// Exact units prune with cut bounds kept warm down the tree, from a branching node
+    /// whose subtree took this many nodes ([`Sieve::with_node_cuts`]).
+    node_cuts: Option<u64>,
 }
 
 impl ProblemDef for Sieve {
@@ -310,7 +311,7 @@ impl ProblemDef for Sieve {
             start: OnceLock::new(),
             frontier: OnceLock::new(),
             solver: Self::SOLVER_VERSION,
-            node_cuts: false,
+            node_cuts: None,
         })
     }
 
@@ -423,22 +424,23 @@ impl Sieve {
                 searcher.exclude_at_root(big, small);
             }
         }
-        if self.node_cuts {
-            searcher.set_node_cuts(Some(0));
+        if let Some(after) = self.node_cuts {
+            searcher.set_node_cuts(Some(after));
             searcher.set_warm_lp(true);
         }
         searcher
     }
 
-    /// This instance with exact units that also prune by the cut bound, derived at each
-    /// unit's first branching node and kept warm down its tree ([`Searcher::set_warm_lp`]).
+    /// This instance with exact units that also prune by the cut bound (`None`: not), derived
+    /// at the first branching node whose subtree took `after` nodes (0: a unit's first) and
+    /// kept warm down its tree ([`Searcher::set_node_cuts`], [`Searcher::set_warm_lp`]).
     /// The bound only prunes (strong branching weighs children by the plain matching), so
     /// the tree, its paths, units, checkpoints and donations are the same with it or
     /// without: a proof journaled without it can be finished with it. It pays at the
     /// frontier's large units (N = 785: 3 to 70 times fewer CPU seconds a unit) and costs
     /// at small N (each unit's first derivation takes a few tenths of a second).
-    pub fn with_node_cuts(mut self, on: bool) -> Sieve {
-        self.node_cuts = on;
+    pub fn with_node_cuts(mut self, after: Option<u64>) -> Sieve {
+        self.node_cuts = after;
         self
     }
 
