@@ -9,8 +9,9 @@
 #   untried subtrees to a thread left without work, sieve::work_queue). Stop it with
 #   `touch target/sieve-record.stop` (it then exits within seconds, its open units journaled
 #   with their checkpoints); a kill loses the open units' work since they started.
-#   From N = NODE_CUTS_FROM (default 785) on, units also prune by cut bounds kept warm down
-#   their trees (the same tree: a proof journaled without them is finished with them).
+#   From N = NODE_CUTS_FROM (default 785, where exact campaigns start using them) on, units
+#   also prune by cut bounds kept warm down their trees (the same tree: a proof journaled
+#   without them is finished with them).
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 from=${1:?first N}
 to=${2:?last N}

@@ -187,7 +187,8 @@ pub struct ProofOptions<'a> {
     pub solver: Option<u32>,
     /// Units also prune by cut bounds kept warm down their trees, from a branching node whose
     /// subtree took this many nodes ([`Sieve::with_node_cuts`]; the same tree, so a journal
-    /// begun without them is finished with them).
+    /// begun without them is finished with them); `None`: as campaigns do (from
+    /// [`super::NODE_CUTS_FROM`] on).
     pub node_cuts: Option<u64>,
 }
 
@@ -354,8 +355,11 @@ fn prove_from(
         units,
         ..super::SieveParams::exact(n)
     })?
-    .with_solver(solver.unwrap_or(Sieve::SOLVER_VERSION))?
-    .with_node_cuts(node_cuts);
+    .with_solver(solver.unwrap_or(Sieve::SOLVER_VERSION))?;
+    let sieve = match node_cuts {
+        Some(after) => sieve.with_node_cuts(Some(after)),
+        None => sieve,
+    };
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build()

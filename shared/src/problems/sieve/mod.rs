@@ -52,7 +52,9 @@
 //! matching's cycles, with integer Lagrangian penalties from the dual LP (`microlp`): the
 //! penalized graph's matching plus the penalties' offset bounds every game.
 //! `Searcher::set_cut_penalties` bounds nodes by it through the shadow; it measured slower in
-//! campaigns, so exact campaigns leave it off. The root fixes (largest prime, 1). Nodes are named
+//! campaigns, so exact campaigns leave it off. Cuts re-derived at every branching node from an
+//! LP kept warm down the tree ([`warm_lp`], [`Sieve::with_node_cuts`]) only prune, leaving the
+//! tree and its paths as they are; exact campaigns use them from [`NODE_CUTS_FROM`] on. The root fixes (largest prime, 1). Nodes are named
 //! by paths (depth-first order = lexicographic order), so units, limits, checkpoints and donation
 //! work as in topswops. Since solver version 8 the exact root also leaves out the edges
 //! [`symmetry`] proves some optimal game avoids (the "helper" edges m p -> m of primes p below
@@ -158,6 +160,13 @@ pub const STRONG_CANDIDATES: usize = 16;
 
 /// The first solver version whose exact tree leaves out [`symmetry::needless_edges`].
 pub const FIRST_SYMMETRY_SOLVER: u32 = 8;
+
+/// The first N whose exact units also prune by cut bounds kept warm down their trees
+/// ([`Sieve::with_node_cuts`], from each unit's first branching node). Measured on units of
+/// N = 785 they take 1.45 to 17 times less time than the plain search (543 s against about
+/// 1,004 on nine units); the whole proof of N = 765 takes 5 to 9 times more with them
+/// (BENCHMARKS.md, "Node cuts at N = 785").
+pub const NODE_CUTS_FROM: u32 = 785;
 
 /// Disjoint cycles the region bound prices at each node of an exact search
 /// ([`Searcher::set_region_bound`]).
@@ -305,13 +314,14 @@ impl ProblemDef for Sieve {
                 return Err(bad(format!("--units {units} is out of range: 1..=100000")));
             }
         }
+        let node_cuts = (!params.heuristic && n >= NODE_CUTS_FROM).then_some(0);
         Ok(Sieve {
             params,
             n,
             start: OnceLock::new(),
             frontier: OnceLock::new(),
             solver: Self::SOLVER_VERSION,
-            node_cuts: None,
+            node_cuts,
         })
     }
 
@@ -431,7 +441,8 @@ impl Sieve {
         searcher
     }
 
-    /// This instance with exact units that also prune by the cut bound (`None`: not), derived
+    /// This instance with exact units that also prune by the cut bound (`None`: not; by
+    /// default from [`NODE_CUTS_FROM`] on, from each unit's first branching node), derived
     /// at the first branching node whose subtree took `after` nodes (0: a unit's first) and
     /// kept warm down its tree ([`Searcher::set_node_cuts`], [`Searcher::set_warm_lp`]).
     /// The bound only prunes (strong branching weighs children by the plain matching), so
@@ -442,6 +453,12 @@ impl Sieve {
     pub fn with_node_cuts(mut self, after: Option<u64>) -> Sieve {
         self.node_cuts = after;
         self
+    }
+
+    /// Whether exact units prune by node cuts, and from a subtree of how many nodes
+    /// ([`Sieve::with_node_cuts`]).
+    pub fn node_cuts(&self) -> Option<u64> {
+        self.node_cuts
     }
 
     /// This instance with exact mode's tree as solver version `version` searched it: the

@@ -374,6 +374,20 @@ fn heuristic_mode_finds_a_valid_good_game() {
     assert!(started.elapsed() < std::time::Duration::from_millis(900));
 }
 
+#[test]
+fn exact_campaigns_prune_by_node_cuts_from_their_first_n_only() {
+    assert_eq!(exact(NODE_CUTS_FROM - 1).node_cuts(), None);
+    assert_eq!(exact(NODE_CUTS_FROM).node_cuts(), Some(0));
+    assert_eq!(exact(1000).node_cuts(), Some(0));
+    let anytime = Sieve::from_params(SieveParams {
+        heuristic: true,
+        ..SieveParams::exact(1000)
+    })
+    .unwrap();
+    assert_eq!(anytime.node_cuts(), None);
+    assert_eq!(exact(300).with_node_cuts(Some(5)).node_cuts(), Some(5));
+}
+
 proptest! {
     #[test]
     fn verifier_never_panics_and_agrees_with_replay(
