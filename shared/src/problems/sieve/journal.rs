@@ -314,6 +314,28 @@ mod tests {
         .unwrap()
     }
 
+    /// A proof of N = 315 as the whole tree in one unit on one thread, so that a stop lands
+    /// inside it (version 7's tree: version 8's has 26 nodes here, too few for a stop in
+    /// the middle), with node cuts as `node_cuts` says.
+    fn one_unit_of_315(
+        log: &Journal,
+        stop: &(dyn Fn() -> bool + Sync),
+        node_cuts: Option<u64>,
+    ) -> Result<local::Proven, ProblemError> {
+        local::prove_with(
+            315,
+            local::ProofOptions {
+                threads: 1,
+                units: Some(1),
+                log: Some(log),
+                stop: Some(stop),
+                solver: Some(7),
+                node_cuts,
+                ..local::ProofOptions::default()
+            },
+        )
+    }
+
     fn journal(path: &Path) -> Journal {
         Journal::new(path, Box::new(|| 0.0))
     }
@@ -391,22 +413,8 @@ mod tests {
     fn a_stopped_proof_resumes_its_open_unit_at_its_checkpoint() {
         use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
         let dir = tempfile::tempdir().unwrap();
-        let n = 315;
-        // The whole tree in one unit on one thread: a stop lands inside it. (Version 7's
-        // tree: version 8's has 26 nodes here, too few for a stop in the middle.)
-        let one_unit = |log: &Journal, stop: &(dyn Fn() -> bool + Sync)| {
-            local::prove_with(
-                n,
-                local::ProofOptions {
-                    threads: 1,
-                    units: Some(1),
-                    log: Some(log),
-                    stop: Some(stop),
-                    solver: Some(7),
-                    ..local::ProofOptions::default()
-                },
-            )
-        };
+        let one_unit =
+            |log: &Journal, stop: &(dyn Fn() -> bool + Sync)| one_unit_of_315(log, stop, None);
         let asked = AtomicU64::new(0);
         let never = || {
             asked.fetch_add(1, Relaxed);
@@ -455,22 +463,7 @@ mod tests {
     fn a_proof_stopped_without_node_cuts_is_finished_with_them() {
         use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
         let dir = tempfile::tempdir().unwrap();
-        let n = 315;
-        // Version 7's tree in one unit on one thread, as in the test above.
-        let one_unit = |log: &Journal, stop: &(dyn Fn() -> bool + Sync), node_cuts: Option<u64>| {
-            local::prove_with(
-                n,
-                local::ProofOptions {
-                    threads: 1,
-                    units: Some(1),
-                    log: Some(log),
-                    stop: Some(stop),
-                    solver: Some(7),
-                    node_cuts,
-                    ..local::ProofOptions::default()
-                },
-            )
-        };
+        let one_unit = one_unit_of_315;
         let asked = AtomicU64::new(0);
         let never = || {
             asked.fetch_add(1, Relaxed);
