@@ -448,7 +448,7 @@ impl Sieve {
     /// The bound only prunes (strong branching weighs children by the plain matching), so
     /// the tree, its paths, units, checkpoints and donations are the same with it or
     /// without: a proof journaled without it can be finished with it. It pays at the
-    /// frontier's large units (N = 785: 3 to 70 times fewer CPU seconds a unit) and costs
+    /// frontier's large units (N = 785: 1.45 to 17 times less time a unit) and costs
     /// at small N (each unit's first derivation takes a few tenths of a second).
     pub fn with_node_cuts(mut self, after: Option<u64>) -> Sieve {
         self.node_cuts = after;
