@@ -30,7 +30,8 @@
 //! and node cuts after AFTER nodes under a branching node (`Searcher::set_node_cuts`; `none`
 //! turns them off), and prints its nodes, cut derivations and seconds. A fifth word `warm`
 //! keeps the cut LP warm down the tree instead (`Searcher::set_warm_lp`); `--solver V`
-//! searches solver version V's tree (as `Sieve::with_solver`).
+//! searches solver version V's tree (as `Sieve::with_solver`); `--refresh AGE` solves a warm
+//! LP afresh with new cuts once AGE nodes old (`Searcher::set_cut_refresh`; default: never).
 //!
 //! `cargo bench -p grind-shared --bench sieve -- --walk N AT` expands every node on the way
 //! to AT (child indices, comma-separated, or a checkpoint cursor as a records journal
@@ -106,6 +107,7 @@ fn main() -> ExitCode {
     if let Some(at) = args.iter().position(|a| a == "--unit-search") {
         let solver: Option<u32> =
             flag(&mut args, "--solver").map(|v| v.parse().expect("--solver V"));
+        let refresh: Option<u64> = flag(&mut args, "--refresh").and_then(|v| v.parse().ok());
         let n: u32 = args[at + 1].parse().expect("N");
         let path: Vec<u16> = args[at + 2]
             .split(',')
@@ -120,15 +122,17 @@ fn main() -> ExitCode {
         let mut searcher = sieve.exact_searcher();
         searcher.set_node_cuts(after);
         searcher.set_warm_lp(args.get(at + 4).is_some_and(|a| a == "warm"));
+        searcher.set_cut_refresh(refresh);
         let start = Instant::now();
         searcher
             .search(&path, None, None, &Bar(terms[n as usize - 1]))
             .expect("search");
         println!(
-            "N = {n} unit {path:?} node cuts after {after:?}: {} nodes, {} derived, \
-             {:?} warm pivots and edits, {:.1} s",
+            "N = {n} unit {path:?} node cuts after {after:?}, refresh {refresh:?}: {} nodes, \
+             {} derived, {:?} skipped and refreshed, {:?} warm pivots and edits, {:.1} s",
             searcher.stats().nodes,
             searcher.cuts_derived(),
+            searcher.derivations_skipped_and_refreshed(),
             searcher.warm_work(),
             start.elapsed().as_secs_f64()
         );

@@ -285,6 +285,17 @@ pub fn certify_from(n: u32, cuts: Vec<Cut>) -> Certificate {
     cert
 }
 
+/// The clusters at `node` that the free pairs of `shadow` (the node's matching under some
+/// penalties) form: cuts those penalties miss (each found like a round of [`derive_at`]).
+pub fn missed_cuts(g: &Graph, node: &Matching, shadow: &Matching) -> Vec<Cut> {
+    let free: Vec<(u32, u32)> = shadow
+        .pairs()
+        .into_iter()
+        .filter(|p| !node.is_fixed(p.0))
+        .collect();
+    cycle_clusters(g, node, &free)
+}
+
 /// For each pair, the shortest precedence cycle of `pairs` through it, kept when its numbers
 /// and factors form a cluster at `node`.
 fn cycle_clusters(g: &Graph, node: &Matching, pairs: &[(u32, u32)]) -> Vec<Cut> {

@@ -425,6 +425,11 @@ impl Matching {
         !other.dead && self.slots[e.big as usize].excluded & (1 << e.bit) == 0
     }
 
+    /// The shadow's matching ([`Matching::with_shadow`]), if any.
+    pub fn shadow(&self) -> Option<&Matching> {
+        self.shadow.as_deref().map(|s| &s.matching)
+    }
+
     /// The node's upper bound: [`Matching::matching_bound`], or the shadow's if smaller (of
     /// an incomplete matching, the least upper bound its repairs have shown so far).
     pub fn bound(&self) -> i64 {

@@ -437,6 +437,7 @@ impl Sieve {
         if let Some(after) = self.node_cuts {
             searcher.set_node_cuts(Some(after));
             searcher.set_warm_lp(true);
+            searcher.set_cut_refresh(Some(search::CUT_REFRESH_AGE));
         }
         searcher
     }
@@ -444,8 +445,9 @@ impl Sieve {
     /// This instance with exact units that also prune by the cut bound (`None`: not; by
     /// default from [`NODE_CUTS_FROM`] on, from each unit's first branching node), derived
     /// at the first branching node whose subtree took `after` nodes (0: a unit's first) and
-    /// kept warm down its tree ([`Searcher::set_node_cuts`], [`Searcher::set_warm_lp`]).
-    /// The bound only prunes (strong branching weighs children by the plain matching), so
+    /// kept warm down its tree ([`Searcher::set_node_cuts`], [`Searcher::set_warm_lp`]),
+    /// its cuts refreshed where they leave a node above the bar
+    /// ([`Searcher::set_cut_refresh`], [`search::CUT_REFRESH_AGE`]). The bound only prunes (strong branching weighs children by the plain matching), so
     /// the tree, its paths, units, checkpoints and donations are the same with it or
     /// without: a proof journaled without it can be finished with it. It pays at the
     /// frontier's large units (N = 785: 1.45 to 17 times less time a unit) and costs

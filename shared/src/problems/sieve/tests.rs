@@ -386,6 +386,10 @@ fn exact_campaigns_prune_by_node_cuts_from_their_first_n_only() {
     .unwrap();
     assert_eq!(anytime.node_cuts(), None);
     assert_eq!(exact(300).with_node_cuts(Some(5)).node_cuts(), Some(5));
+    // Their searches keep the LP warm and refresh its cuts; without node cuts, neither.
+    let with_cuts = exact(300).with_node_cuts(Some(0)).exact_searcher();
+    assert_eq!(with_cuts.cut_refresh(), Some(search::CUT_REFRESH_AGE));
+    assert_eq!(exact(300).exact_searcher().cut_refresh(), None);
 }
 
 proptest! {

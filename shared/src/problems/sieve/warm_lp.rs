@@ -58,6 +58,9 @@ pub struct NodeLp {
     offset: f64,
     /// Edits (`fix_var` calls) since the LP was built, down this path.
     edits: u64,
+    /// The search's node count when the LP was built (its re-optimizations keep it): how
+    /// old its cuts are ([`super::search::Searcher::set_cut_refresh`]).
+    pub built_at: u64,
 }
 
 impl NodeLp {
@@ -96,6 +99,7 @@ impl NodeLp {
             gone,
             offset: 0.0,
             edits: 0,
+            built_at: 0,
         })
     }
 
@@ -157,6 +161,7 @@ impl NodeLp {
             gone,
             offset,
             edits,
+            built_at: self.built_at,
         })
     }
 
@@ -170,6 +175,15 @@ impl NodeLp {
     /// (measurement: what a warm derivation costs).
     pub fn work(&self) -> (u64, u64) {
         (self.solution.stats().lp_iterations, self.edits)
+    }
+
+    /// The cuts that are still clusters at the LP's node (its columns not zeroed).
+    pub fn cuts(&self) -> Vec<Cut> {
+        self.columns
+            .iter()
+            .filter(|c| c.valid)
+            .map(|c| c.cut.clone())
+            .collect()
     }
 
     /// The floors of the LP's `z` as penalties (valid cuts only).
