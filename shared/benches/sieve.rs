@@ -31,7 +31,9 @@
 //! turns them off), and prints its nodes, cut derivations and seconds. A fifth word `warm`
 //! keeps the cut LP warm down the tree instead (`Searcher::set_warm_lp`); `--solver V`
 //! searches solver version V's tree (as `Sieve::with_solver`); `--refresh AGE` solves a warm
-//! LP afresh with new cuts once AGE nodes old (`Searcher::set_cut_refresh`; default: never).
+//! LP afresh with new cuts once AGE nodes old (`Searcher::set_cut_refresh`; default: never);
+//! `--microlp` keeps the warm LP in microlp's dual form instead of the primal form exact
+//! searches with node cuts use (`Searcher::set_side_lp`).
 //!
 //! `cargo bench -p grind-shared --bench sieve -- --walk N AT` expands every node on the way
 //! to AT (child indices, comma-separated, or a checkpoint cursor as a records journal
@@ -123,6 +125,9 @@ fn main() -> ExitCode {
         searcher.set_node_cuts(after);
         searcher.set_warm_lp(args.get(at + 4).is_some_and(|a| a == "warm"));
         searcher.set_cut_refresh(refresh);
+        if args.iter().any(|a| a == "--microlp") {
+            searcher.set_side_lp(false);
+        }
         let start = Instant::now();
         searcher
             .search(&path, None, None, &Bar(terms[n as usize - 1]))

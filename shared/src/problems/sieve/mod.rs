@@ -113,6 +113,7 @@ pub mod local;
 pub mod matching;
 pub mod regions;
 pub mod search;
+pub mod side_lp;
 pub mod symmetry;
 pub mod table;
 pub mod unit;
@@ -437,6 +438,7 @@ impl Sieve {
         if let Some(after) = self.node_cuts {
             searcher.set_node_cuts(Some(after));
             searcher.set_warm_lp(true);
+            searcher.set_side_lp(true);
             searcher.set_cut_refresh(Some(search::CUT_REFRESH_AGE));
         }
         searcher

@@ -386,10 +386,13 @@ fn exact_campaigns_prune_by_node_cuts_from_their_first_n_only() {
     .unwrap();
     assert_eq!(anytime.node_cuts(), None);
     assert_eq!(exact(300).with_node_cuts(Some(5)).node_cuts(), Some(5));
-    // Their searches keep the LP warm and refresh its cuts; without node cuts, neither.
+    // Their searches keep the LP warm in its primal form and refresh its cuts; without node
+    // cuts, none of these.
     let with_cuts = exact(300).with_node_cuts(Some(0)).exact_searcher();
     assert_eq!(with_cuts.cut_refresh(), Some(search::CUT_REFRESH_AGE));
+    assert!(with_cuts.side_lp());
     assert_eq!(exact(300).exact_searcher().cut_refresh(), None);
+    assert!(!exact(300).exact_searcher().side_lp());
 }
 
 proptest! {

@@ -1,0 +1,827 @@
+//! The cut bound's LP in its primal form, solved by a dual simplex that knows its shape.
+//!
+//! ```text
+//! max Σ_e w_e x_e   s.t.  x(δ(v)) <= b_v per number v,  x(E_c) <= |S_c| - 1 per cut c,
+//!                         0 <= x_e <= u_e
+//! ```
+//!
+//! The row duals are the `y` and `z` of [`super::cuts`]' dual LP. A search node changes
+//! only bounds: an excluded edge gets `u_e = 0`, a fixed number `b_v = 0`, and a new cut is
+//! a new row whose slack is basic. So the parent's optimal basis stays dual feasible, and a
+//! dual simplex re-optimizes from it. A cut that stops being a cluster (one of its members
+//! fixed) keeps its row: over the live edges it is then implied by the rows of its other
+//! members, so it moves no optimum, and its dual can be moved onto theirs at no cost; its
+//! penalty is simply left out ([`SideLp::penalties`]).
+//!
+//! The basis has a row per number and per cut. Its columns on the number rows hold a
+//! spanning forest of the bipartite graph, each tree rooted at one basic number slack: the
+//! *key* columns, solved by walking the forest. The other basic columns (one per cut row)
+//! meet the forest through the Schur complement `W = S_L - S_K N_K^-1 N_L` on the cut rows,
+//! which is the identity on the cuts whose own slack is basic and a small dense matrix on
+//! the others (the cuts that bind). Each pivot rebuilds this from the basis: nothing drifts.
+//!
+//! Nothing rests on this LP: its duals only propose penalties, which
+//! [`super::cuts::apply_at`] checks exactly.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::cuts::{Cut, Penalties};
+use super::matching::{Graph, Matching};
+
+/// Primal and dual feasibility tolerance.
+const TOL: f64 = 1e-9;
+/// Pivot tolerance of the ratio test and of the dense factorization.
+const PIVOT_TOL: f64 = 1e-9;
+/// Most pivots of one solve before it gives up (a safeguard against cycling).
+const MAX_PIVOTS: u64 = 20_000;
+
+/// The rows and columns, shared by every node's LP.
+struct Shape {
+    /// Numbers 0..=N (row v; 0 has no edges).
+    rows_v: usize,
+    /// Edges as (big, small), with weight `big`.
+    edges: Vec<(u32, u32)>,
+    /// The cut rows (index into `cuts`) of each edge.
+    edge_cuts: Vec<Vec<u32>>,
+    /// The edges of each cut.
+    cut_edges: Vec<Vec<u32>>,
+    /// The cuts, in row order.
+    cuts: Vec<Cut>,
+    /// Edge index by (big, small).
+    index: HashMap<(u32, u32), u32>,
+}
+
+/// Where a variable stands.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum At {
+    Basic,
+    Lower,
+    Upper,
+}
+
+/// The LP of one search node, solved (see the module docs).
+#[derive(Clone)]
+pub struct SideLp {
+    shape: Arc<Shape>,
+    /// Upper bound per edge (1, or 0 once dead).
+    upper: Vec<f64>,
+    /// Right-hand side per number row (1, or 0 once fixed).
+    rhs_v: Vec<f64>,
+    /// Per variable: edges, then number slacks, then cut slacks.
+    at: Vec<At>,
+    /// Basic variable per basis position.
+    head: Vec<usize>,
+    /// Row duals at the optimum (numbers, then cuts).
+    duals: Vec<f64>,
+    /// Objective at the optimum.
+    value: f64,
+    /// Pivots since the LP was built, down this path.
+    pub pivots: u64,
+    /// The search's node count when the LP last took new cuts (how old its cuts are,
+    /// [`super::search::Searcher::set_cut_refresh`]).
+    pub built_at: u64,
+}
+
+/// A column's entries (all 1): number rows and cut rows.
+struct Column<'a> {
+    numbers: [Option<usize>; 2],
+    cuts: &'a [u32],
+    cut_slack: Option<usize>,
+}
+
+/// The basis, factored: its key forest and the dense Schur complement on the binding cuts.
+struct Factor {
+    /// Key variable per number row.
+    key: Vec<usize>,
+    /// Parent number of each number in the forest (`usize::MAX`: a root).
+    parent: Vec<usize>,
+    /// Numbers, parents before children.
+    order: Vec<usize>,
+    /// Basis position of each variable that is basic.
+    pos: Vec<usize>,
+    /// Non-key basic edge columns (variables) and `N_K^-1 N_l` of each (sparse: the
+    /// forest path between the edge's ends, or from each end to its root).
+    side: Vec<usize>,
+    side_g: Vec<Vec<(usize, f64)>>,
+    /// `W[:, l]` over all cut rows, per side column.
+    side_w: Vec<Vec<f64>>,
+    /// Cut rows whose slack is basic (not binding in the factor's sense).
+    slack_rows: Vec<bool>,
+    /// The other cut rows, in the order of the dense system.
+    bind_rows: Vec<usize>,
+    /// LU of `W[bind_rows, side]` with row pivots.
+    lu: Vec<f64>,
+    perm: Vec<usize>,
+}
+
+impl SideLp {
+    /// Builds and solves the LP of `node`'s live graph with `cuts` (each a cluster at the
+    /// node). `None` if the solve fails.
+    pub fn build(g: &Graph, node: &Matching, cuts: &[Cut]) -> Option<SideLp> {
+        let n = g.n();
+        let mut edges = Vec::new();
+        for big in 2..=n {
+            for e in g.edges(big).iter().filter(|e| e.big == big) {
+                edges.push((big, e.other));
+            }
+        }
+        let index = edges
+            .iter()
+            .enumerate()
+            .map(|(i, &e)| (e, i as u32))
+            .collect();
+        let shape = Shape {
+            rows_v: n as usize + 1,
+            edge_cuts: vec![Vec::new(); edges.len()],
+            edges,
+            cut_edges: Vec::new(),
+            cuts: Vec::new(),
+            index,
+        };
+        let rows_v = shape.rows_v;
+        let count = shape.edges.len();
+        let mut lp = SideLp {
+            shape: Arc::new(shape),
+            upper: vec![1.0; count],
+            rhs_v: vec![1.0; rows_v],
+            // Every edge at its upper bound (its reduced cost, its weight, is positive),
+            // every slack basic: dual feasible, with the duals at 0.
+            at: (0..count + rows_v)
+                .map(|j| if j < count { At::Upper } else { At::Basic })
+                .collect(),
+            head: (count..count + rows_v).collect(),
+            duals: Vec::new(),
+            value: 0.0,
+            pivots: 0,
+            built_at: 0,
+        };
+        lp.add_cuts(g, cuts);
+        lp.restrict(g, node);
+        lp.solve().then_some(lp)
+    }
+
+    /// This LP re-optimized for `node`, a descendant of the node it was solved for, with
+    /// `new_cuts` (clusters at `node`) added as rows. `None` if the solve fails.
+    pub fn at(&self, g: &Graph, node: &Matching, new_cuts: &[Cut]) -> Option<SideLp> {
+        let mut lp = self.clone();
+        lp.add_cuts(g, new_cuts);
+        lp.restrict(g, node);
+        lp.solve().then_some(lp)
+    }
+
+    /// The LP's optimum.
+    pub fn value(&self) -> f64 {
+        self.value
+    }
+
+    /// The cuts of the LP that are clusters at `node` (their members all free).
+    pub fn cuts_at(&self, node: &Matching) -> Vec<Cut> {
+        self.shape
+            .cuts
+            .iter()
+            .filter(|c| members_free(c, node))
+            .cloned()
+            .collect()
+    }
+
+    /// The floors of the cut rows' duals as penalties, for the cuts whose members are all
+    /// free at `node` (see the module docs).
+    pub fn penalties(&self, node: &Matching) -> Penalties {
+        let rows_v = self.shape.rows_v;
+        let cuts = self
+            .shape
+            .cuts
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| members_free(c, node))
+            .filter_map(|(i, c)| {
+                let lambda = (self.duals[rows_v + i] + 1e-6).floor() as i32;
+                (lambda > 0).then(|| (c.clone(), lambda))
+            })
+            .collect();
+        Penalties { cuts }
+    }
+
+    /// Appends a row per cut not already a row, its slack basic.
+    fn add_cuts(&mut self, g: &Graph, cuts: &[Cut]) {
+        let fresh: Vec<&Cut> = cuts
+            .iter()
+            .filter(|c| !self.shape.cuts.contains(c))
+            .collect();
+        if fresh.is_empty() {
+            return;
+        }
+        let mut shape = Shape {
+            rows_v: self.shape.rows_v,
+            edges: self.shape.edges.clone(),
+            edge_cuts: self.shape.edge_cuts.clone(),
+            cut_edges: self.shape.cut_edges.clone(),
+            cuts: self.shape.cuts.clone(),
+            index: self.shape.index.clone(),
+        };
+        for cut in fresh {
+            let row = shape.cuts.len() as u32;
+            let members: Vec<u32> = cut
+                .edges(g)
+                .iter()
+                .filter_map(|e| shape.index.get(e).copied())
+                .collect();
+            for &e in &members {
+                shape.edge_cuts[e as usize].push(row);
+            }
+            shape.cut_edges.push(members);
+            shape.cuts.push(cut.clone());
+            self.at.push(At::Basic);
+            self.head.push(self.at.len() - 1);
+        }
+        self.shape = Arc::new(shape);
+    }
+
+    /// Bounds for `node`: dead edges get upper bound 0, fixed numbers right-hand side 0.
+    fn restrict(&mut self, g: &Graph, node: &Matching) {
+        for (i, &(big, small)) in self.shape.edges.iter().enumerate() {
+            if self.upper[i] > 0.0 && !node.is_live(g, big, small) {
+                self.upper[i] = 0.0;
+            }
+        }
+        for v in 1..self.shape.rows_v {
+            if node.is_fixed(v as u32) {
+                self.rhs_v[v] = 0.0;
+            }
+        }
+        self.rhs_v[0] = 0.0;
+    }
+
+    fn edge_count(&self) -> usize {
+        self.shape.edges.len()
+    }
+
+    fn column(&self, j: usize) -> Column<'_> {
+        let (ne, rv) = (self.edge_count(), self.shape.rows_v);
+        if j < ne {
+            let (a, b) = self.shape.edges[j];
+            Column {
+                numbers: [Some(a as usize), Some(b as usize)],
+                cuts: &self.shape.edge_cuts[j],
+                cut_slack: None,
+            }
+        } else if j < ne + rv {
+            Column {
+                numbers: [Some(j - ne), None],
+                cuts: &[],
+                cut_slack: None,
+            }
+        } else {
+            Column {
+                numbers: [None, None],
+                cuts: &[],
+                cut_slack: Some(j - ne - rv),
+            }
+        }
+    }
+
+    fn cost(&self, j: usize) -> f64 {
+        if j < self.edge_count() {
+            f64::from(self.shape.edges[j].0)
+        } else {
+            0.0
+        }
+    }
+
+    fn upper_of(&self, j: usize) -> f64 {
+        if j < self.edge_count() {
+            self.upper[j]
+        } else {
+            f64::INFINITY
+        }
+    }
+
+    /// The bounded dual simplex from the current (dual feasible) basis. False if it fails.
+    fn solve(&mut self) -> bool {
+        let (rv, nc) = (self.shape.rows_v, self.shape.cuts.len());
+        let vars = self.at.len();
+        loop {
+            let Some(f) = self.factor() else { return false };
+            // Basic values: B x_B = b - Σ over nonbasic at upper.
+            let mut rv_rhs = self.rhs_v.clone();
+            let mut rc_rhs: Vec<f64> = self
+                .shape
+                .cuts
+                .iter()
+                .map(|c| (c.numbers.len() - 1) as f64)
+                .collect();
+            for j in 0..self.edge_count() {
+                if self.at[j] == At::Upper && self.upper[j] > 0.0 {
+                    let col = self.column(j);
+                    for v in col.numbers.into_iter().flatten() {
+                        rv_rhs[v] -= self.upper[j];
+                    }
+                    for &c in col.cuts {
+                        rc_rhs[c as usize] -= self.upper[j];
+                    }
+                }
+            }
+            let x_b = self.ftran(&f, rv_rhs, rc_rhs);
+            // Leaving: the basic variable furthest outside its bounds.
+            let mut leave = None;
+            let mut worst = TOL * 100.0;
+            for (p, &j) in self.head.iter().enumerate() {
+                let (lo, hi) = (0.0, self.upper_of(j));
+                let gap = if x_b[p] < lo {
+                    lo - x_b[p]
+                } else {
+                    x_b[p] - hi
+                };
+                if gap > worst {
+                    worst = gap;
+                    leave = Some((p, x_b[p] < lo));
+                }
+            }
+            let costs: Vec<f64> = self.head.iter().map(|&j| self.cost(j)).collect();
+            let duals = self.btran(&f, &costs);
+            let Some((r, below)) = leave else {
+                self.value = (0..self.edge_count())
+                    .map(|j| match self.at[j] {
+                        At::Upper => self.upper[j] * self.cost(j),
+                        At::Basic => x_b[f.pos[j]] * self.cost(j),
+                        At::Lower => 0.0,
+                    })
+                    .sum();
+                self.duals = duals;
+                return true;
+            };
+            if self.pivots >= MAX_PIVOTS {
+                return false;
+            }
+            let mut unit = vec![0.0; rv + nc];
+            unit[r] = 1.0;
+            let rho = self.btran(&f, &unit);
+            // Ratio test (Harris): candidates whose move pushes x_r toward its bound.
+            let mut cands = Vec::new();
+            for j in 0..vars {
+                if self.at[j] == At::Basic || self.upper_of(j) == 0.0 {
+                    continue;
+                }
+                let col = self.column(j);
+                let alpha = dot(&col, &rho, rv);
+                let up = self.at[j] == At::Lower;
+                // x_r changes by -alpha per unit of x_j.
+                let helps = if below == up {
+                    alpha < -PIVOT_TOL
+                } else {
+                    alpha > PIVOT_TOL
+                };
+                if !helps {
+                    continue;
+                }
+                let d = self.cost(j) - dot(&col, &duals, rv);
+                cands.push((j, d.abs(), alpha.abs()));
+            }
+            let Some(bound) = cands
+                .iter()
+                .map(|&(_, d, a)| (d + TOL) / a)
+                .min_by(f64::total_cmp)
+            else {
+                return false;
+            };
+            let Some(&(q, _, _)) = cands
+                .iter()
+                .filter(|&&(_, d, a)| d / a <= bound)
+                .max_by(|x, y| x.2.total_cmp(&y.2))
+            else {
+                return false;
+            };
+            let out = self.head[r];
+            self.at[out] = if below { At::Lower } else { At::Upper };
+            self.at[q] = At::Basic;
+            self.head[r] = q;
+            self.pivots += 1;
+        }
+    }
+
+    /// Factors the basis (see the module docs); `None` if it is singular.
+    fn factor(&self) -> Option<Factor> {
+        let (rv, nc, ne) = (self.shape.rows_v, self.shape.cuts.len(), self.edge_count());
+        let mut pos = vec![usize::MAX; self.at.len()];
+        for (p, &j) in self.head.iter().enumerate() {
+            pos[j] = p;
+        }
+        // The basic edges around each number, in compressed rows.
+        let mut start = vec![0usize; rv + 1];
+        for &j in self.head.iter().filter(|&&j| j < ne) {
+            let (a, b) = self.shape.edges[j];
+            start[a as usize + 1] += 1;
+            start[b as usize + 1] += 1;
+        }
+        for v in 0..rv {
+            start[v + 1] += start[v];
+        }
+        let mut fill = start.clone();
+        let mut adj = vec![(0usize, 0usize); start[rv]];
+        for &j in self.head.iter().filter(|&&j| j < ne) {
+            let (a, b) = (
+                self.shape.edges[j].0 as usize,
+                self.shape.edges[j].1 as usize,
+            );
+            adj[fill[a]] = (b, j);
+            fill[a] += 1;
+            adj[fill[b]] = (a, j);
+            fill[b] += 1;
+        }
+        let mut key = vec![usize::MAX; rv];
+        let mut parent = vec![usize::MAX; rv];
+        let mut order = Vec::with_capacity(rv);
+        for (v, k) in key.iter_mut().enumerate() {
+            if self.at[ne + v] == At::Basic {
+                *k = ne + v;
+                order.push(v);
+            }
+        }
+        let mut used = vec![false; ne];
+        let mut i = 0;
+        while i < order.len() {
+            let v = order[i];
+            i += 1;
+            for &(u, j) in &adj[start[v]..start[v + 1]] {
+                if key[u] == usize::MAX {
+                    key[u] = j;
+                    parent[u] = v;
+                    used[j] = true;
+                    order.push(u);
+                }
+            }
+        }
+        if order.len() != rv {
+            return None;
+        }
+        let side: Vec<usize> = self
+            .head
+            .iter()
+            .copied()
+            .filter(|&j| j < ne && !used[j])
+            .collect();
+        let mut slack_rows = vec![false; nc];
+        for &j in &self.head {
+            if j >= ne + rv {
+                slack_rows[j - ne - rv] = true;
+            }
+        }
+        let bind_rows: Vec<usize> = (0..nc).filter(|&c| !slack_rows[c]).collect();
+        if bind_rows.len() != side.len() {
+            return None;
+        }
+        let mut f = Factor {
+            key,
+            parent,
+            order,
+            pos,
+            side,
+            side_g: Vec::new(),
+            side_w: Vec::new(),
+            slack_rows,
+            bind_rows,
+            lu: Vec::new(),
+            perm: Vec::new(),
+        };
+        let mut depth = vec![0usize; rv];
+        for &v in &f.order {
+            if f.parent[v] != usize::MAX {
+                depth[v] = depth[f.parent[v]] + 1;
+            }
+        }
+        for &l in &f.side {
+            let (a, b) = self.shape.edges[l];
+            let gl = edge_path(&f, &depth, a as usize, b as usize);
+            let mut w = vec![0.0; nc];
+            for &c in &self.shape.edge_cuts[l] {
+                w[c as usize] += 1.0;
+            }
+            self.sub_key_cuts(&f, &gl, &mut w);
+            f.side_g.push(gl);
+            f.side_w.push(w);
+        }
+        let k = f.side.len();
+        let mut lu = vec![0.0; k * k];
+        for (col, w) in f.side_w.iter().enumerate() {
+            for (row, &c) in f.bind_rows.iter().enumerate() {
+                lu[row * k + col] = w[c];
+            }
+        }
+        let perm = lu_factor(&mut lu, k)?;
+        f.lu = lu;
+        f.perm = perm;
+        Some(f)
+    }
+
+    /// `out -= S_K g`: each key edge's value in `g` taken off its cut rows.
+    fn sub_key_cuts(&self, f: &Factor, g: &[(usize, f64)], out: &mut [f64]) {
+        let ne = self.edge_count();
+        for &(v, gv) in g {
+            if f.key[v] < ne {
+                for &c in &self.shape.edge_cuts[f.key[v]] {
+                    out[c as usize] -= gv;
+                }
+            }
+        }
+    }
+
+    /// Solves `B d = a` (a over number rows, then cut rows); `d` by basis position.
+    fn ftran(&self, f: &Factor, a_v: Vec<f64>, mut a_c: Vec<f64>) -> Vec<f64> {
+        let (rv, ne) = (self.shape.rows_v, self.edge_count());
+        let u = forest_solve(f, a_v);
+        let dense: Vec<(usize, f64)> = u
+            .iter()
+            .enumerate()
+            .filter(|(_, &x)| x != 0.0)
+            .map(|(v, &x)| (v, x))
+            .collect();
+        self.sub_key_cuts(f, &dense, &mut a_c);
+        let k = f.side.len();
+        let mut rhs: Vec<f64> = f.bind_rows.iter().map(|&c| a_c[c]).collect();
+        lu_solve(&f.lu, &f.perm, k, &mut rhs);
+        let d_side = rhs;
+        let mut d = vec![0.0; self.head.len()];
+        let mut d_k = u;
+        for (i, g) in f.side_g.iter().enumerate() {
+            for &(v, gv) in g {
+                d_k[v] -= gv * d_side[i];
+            }
+        }
+        for (&key, &value) in f.key.iter().zip(&d_k) {
+            d[f.pos[key]] = value;
+        }
+        for (i, &l) in f.side.iter().enumerate() {
+            d[f.pos[l]] = d_side[i];
+        }
+        for (c, &slack) in f.slack_rows.iter().enumerate() {
+            if slack {
+                let mut t = a_c[c];
+                for (i, w) in f.side_w.iter().enumerate() {
+                    t -= w[c] * d_side[i];
+                }
+                d[f.pos[ne + rv + c]] = t;
+            }
+        }
+        d
+    }
+
+    /// Solves `B^T pi = h` (h by basis position); `pi` over number rows, then cut rows.
+    fn btran(&self, f: &Factor, h: &[f64]) -> Vec<f64> {
+        let (rv, nc, ne) = (self.shape.rows_v, self.shape.cuts.len(), self.edge_count());
+        let h_k: Vec<f64> = (0..rv).map(|v| h[f.pos[f.key[v]]]).collect();
+        let mut pi_c = vec![0.0; nc];
+        for (c, &slack) in f.slack_rows.iter().enumerate() {
+            if slack {
+                pi_c[c] = h[f.pos[ne + rv + c]];
+            }
+        }
+        let k = f.side.len();
+        let mut rhs: Vec<f64> = f
+            .side
+            .iter()
+            .enumerate()
+            .map(|(i, &l)| {
+                let mut t = h[f.pos[l]];
+                t -= f.side_g[i].iter().map(|&(v, g)| g * h_k[v]).sum::<f64>();
+                for (c, &slack) in f.slack_rows.iter().enumerate() {
+                    if slack {
+                        t -= f.side_w[i][c] * pi_c[c];
+                    }
+                }
+                t
+            })
+            .collect();
+        lu_solve_transposed(&f.lu, &f.perm, k, &mut rhs);
+        for (row, &c) in f.bind_rows.iter().enumerate() {
+            pi_c[c] = rhs[row];
+        }
+        let mut pi = vec![0.0; rv + nc];
+        for &v in &f.order {
+            let mut t = h_k[v];
+            let j = f.key[v];
+            if j < ne {
+                for &c in &self.shape.edge_cuts[j] {
+                    t -= pi_c[c as usize];
+                }
+            }
+            if f.parent[v] != usize::MAX {
+                t -= pi[f.parent[v]];
+            }
+            pi[v] = t;
+        }
+        pi[rv..].copy_from_slice(&pi_c);
+        pi
+    }
+}
+
+/// True when none of the cut's numbers or factors is fixed at `node`.
+fn members_free(cut: &Cut, node: &Matching) -> bool {
+    cut.numbers
+        .iter()
+        .chain(&cut.factors)
+        .all(|&v| !node.is_fixed(v))
+}
+
+/// The column's entries dotted with a row vector `pi` (numbers, then cuts).
+fn dot(col: &Column, pi: &[f64], rows_v: usize) -> f64 {
+    let mut t: f64 = col.numbers.iter().flatten().map(|&v| pi[v]).sum();
+    t += col
+        .cuts
+        .iter()
+        .map(|&c| pi[rows_v + c as usize])
+        .sum::<f64>();
+    if let Some(c) = col.cut_slack {
+        t += pi[rows_v + c];
+    }
+    t
+}
+
+/// Solves `N_K f = a` on the forest (children before parents); `f` per number (the value
+/// of its key column).
+fn forest_solve(f: &Factor, mut a: Vec<f64>) -> Vec<f64> {
+    for &v in f.order.iter().rev() {
+        let p = f.parent[v];
+        if p != usize::MAX {
+            a[p] -= a[v];
+        }
+    }
+    a
+}
+
+/// `N_K^-1 (e_a + e_b)` for an edge (a, b) off the forest: `N_K^-1 e_v` alternates +1, -1
+/// up the path from v to its root, so the two paths cancel above their meeting point (a
+/// and b, adjacent in a bipartite graph, sit at depths of opposite parity).
+fn edge_path(f: &Factor, depth: &[usize], a: usize, b: usize) -> Vec<(usize, f64)> {
+    let mut out = Vec::new();
+    let (mut a, mut b) = (a, b);
+    let (mut sa, mut sb) = (1.0, 1.0);
+    loop {
+        if a == b {
+            // At the meeting point the signs are opposite and cancel from there up (or
+            // both paths ended at their roots).
+            debug_assert!(a == usize::MAX || sa + sb == 0.0);
+            break;
+        }
+        let step_a = b == usize::MAX || (a != usize::MAX && depth[a] >= depth[b]);
+        let (v, s) = if step_a {
+            (&mut a, &mut sa)
+        } else {
+            (&mut b, &mut sb)
+        };
+        if *v == usize::MAX {
+            break;
+        }
+        out.push((*v, *s));
+        *v = f.parent[*v];
+        *s = -*s;
+        if a == usize::MAX && b == usize::MAX {
+            break;
+        }
+    }
+    out.sort_unstable_by_key(|&(v, _)| v);
+    out
+}
+
+/// In-place LU with partial pivoting of the `k x k` row-major `m`; the row permutation,
+/// or `None` if singular.
+fn lu_factor(m: &mut [f64], k: usize) -> Option<Vec<usize>> {
+    let mut perm: Vec<usize> = (0..k).collect();
+    for col in 0..k {
+        let best =
+            (col..k).max_by(|&a, &b| m[a * k + col].abs().total_cmp(&m[b * k + col].abs()))?;
+        if m[best * k + col].abs() < PIVOT_TOL {
+            return None;
+        }
+        if best != col {
+            for j in 0..k {
+                m.swap(best * k + j, col * k + j);
+            }
+            perm.swap(best, col);
+        }
+        let pivot = m[col * k + col];
+        for row in col + 1..k {
+            let factor = m[row * k + col] / pivot;
+            m[row * k + col] = factor;
+            if factor != 0.0 {
+                for j in col + 1..k {
+                    m[row * k + j] -= factor * m[col * k + j];
+                }
+            }
+        }
+    }
+    Some(perm)
+}
+
+/// Solves `M x = b` in place from [`lu_factor`]'s output.
+fn lu_solve(lu: &[f64], perm: &[usize], k: usize, b: &mut [f64]) {
+    let permuted: Vec<f64> = perm.iter().map(|&p| b[p]).collect();
+    b.copy_from_slice(&permuted);
+    for i in 0..k {
+        for j in 0..i {
+            b[i] -= lu[i * k + j] * b[j];
+        }
+    }
+    for i in (0..k).rev() {
+        for j in i + 1..k {
+            b[i] -= lu[i * k + j] * b[j];
+        }
+        b[i] /= lu[i * k + i];
+    }
+}
+
+/// Solves `M^T x = b` in place from [`lu_factor`]'s output.
+fn lu_solve_transposed(lu: &[f64], perm: &[usize], k: usize, b: &mut [f64]) {
+    // P M = L U, so M^T = U^T L^T P: solve U^T s = b, L^T t = s, x = P^T t.
+    for i in 0..k {
+        for j in 0..i {
+            b[i] -= lu[j * k + i] * b[j];
+        }
+        b[i] /= lu[i * k + i];
+    }
+    for i in (0..k).rev() {
+        for j in i + 1..k {
+            b[i] -= lu[j * k + i] * b[j];
+        }
+    }
+    let mut x = vec![0.0; k];
+    for (i, &p) in perm.iter().enumerate() {
+        x[p] = b[i];
+    }
+    b.copy_from_slice(&x);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::problems::sieve::cuts;
+    use crate::problems::sieve::matching::Scratch;
+    use crate::problems::sieve::warm_lp::NodeLp;
+
+    #[test]
+    fn dense_solves_invert_the_matrix() {
+        let m = [2.0, 1.0, 0.0, 1.0, 3.0, 1.0, 0.0, 1.0, 4.0];
+        let mut lu = m.to_vec();
+        let perm = lu_factor(&mut lu, 3).unwrap();
+        let mut b = vec![1.0, 2.0, 3.0];
+        lu_solve(&lu, &perm, 3, &mut b);
+        for i in 0..3 {
+            let row: f64 = (0..3).map(|j| m[i * 3 + j] * b[j]).sum();
+            assert!((row - [1.0, 2.0, 3.0][i]).abs() < 1e-12);
+        }
+        let mut c = vec![1.0, 2.0, 3.0];
+        lu_solve_transposed(&lu, &perm, 3, &mut c);
+        for j in 0..3 {
+            let col: f64 = (0..3).map(|i| m[i * 3 + j] * c[i]).sum();
+            assert!((col - [1.0, 2.0, 3.0][j]).abs() < 1e-12);
+        }
+    }
+
+    #[test]
+    fn the_side_lp_reaches_the_dual_lps_optimum_down_a_path() {
+        // The primal LP solved by the forest simplex, cold and then warm down a path of
+        // exclusions and fixed pairs, has the optimum of the dual LP microlp solves.
+        for n in [60u32, 200] {
+            let g = Graph::new(n);
+            let mut scratch = Scratch::default();
+            let root = [(crate::problems::sieve::search::largest_prime(n), 1)];
+            let mut node = Matching::new(&g, &root, &mut scratch);
+            let (_, _, pool) = cuts::derive_all_at(&g, &node, Vec::new(), 40);
+            let mut side = SideLp::build(&g, &node, &pool).unwrap();
+            let reference = NodeLp::build(&g, &node, &pool).unwrap();
+            assert!(
+                (side.value() - reference.value()).abs() < 1e-6,
+                "n = {n}: {} {}",
+                side.value(),
+                reference.value()
+            );
+            for step in 0..12 {
+                let pairs: Vec<(u32, u32)> = node
+                    .pairs()
+                    .into_iter()
+                    .filter(|p| !node.is_fixed(p.0))
+                    .collect();
+                let Some(&(big, small)) = pairs
+                    .iter()
+                    .find(|p| pool.iter().any(|c| c.numbers.contains(&p.0)))
+                    .or(pairs.first())
+                else {
+                    break;
+                };
+                if step % 3 == 2 {
+                    node.fix(&g, big, small, &mut scratch);
+                } else {
+                    node.exclude(&g, big, small, &mut scratch);
+                }
+                side = side.at(&g, &node, &[]).unwrap();
+                let fresh = NodeLp::build(&g, &node, &side.cuts_at(&node)).unwrap();
+                assert!(
+                    (side.value() - fresh.value()).abs() < 1e-6,
+                    "n = {n} step {step}: {} {}",
+                    side.value(),
+                    fresh.value()
+                );
+            }
+        }
+    }
+}
