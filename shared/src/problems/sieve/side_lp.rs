@@ -777,6 +777,61 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(96))]
+
+        /// Down any path of exclusions and fixed pairs (each step one of the node's matched
+        /// pairs, picked by `picks`), with a cut of the pool added as a row now and then,
+        /// the warm forest simplex has the optimum microlp finds for the node's dual LP
+        /// with the same cuts built afresh.
+        #[test]
+        fn warm_solves_match_microlp_anywhere(
+            n in 12u32..150,
+            picks in proptest::collection::vec((0usize..64, 0u8..4), 1..10),
+        ) {
+            let g = Graph::new(n);
+            let mut scratch = Scratch::default();
+            let root = [(crate::problems::sieve::search::largest_prime(n), 1)];
+            let mut node = Matching::new(&g, &root, &mut scratch);
+            let (_, _, pool) = cuts::derive_all_at(&g, &node, Vec::new(), 40);
+            let (first, later) = pool.split_at(pool.len() / 2);
+            let mut side = SideLp::build(&g, &node, first).unwrap();
+            let mut later = later.to_vec();
+            for (pick, action) in picks {
+                let pairs: Vec<(u32, u32)> = node
+                    .pairs()
+                    .into_iter()
+                    .filter(|p| !node.is_fixed(p.0))
+                    .collect();
+                if pairs.is_empty() {
+                    break;
+                }
+                let (big, small) = pairs[pick % pairs.len()];
+                if action == 0 {
+                    node.fix(&g, big, small, &mut scratch);
+                } else {
+                    node.exclude(&g, big, small, &mut scratch);
+                }
+                let added: Vec<Cut> = if action == 3 {
+                    later.drain(..).filter(|c| c.is_cluster_at(&g, &node)).collect()
+                } else {
+                    Vec::new()
+                };
+                side = side.at(&g, &node, &added).unwrap();
+                let fresh = NodeLp::build(&g, &node, &side.cuts_at(&node)).unwrap();
+                proptest::prop_assert!(
+                    (side.value() - fresh.value()).abs() < 1e-6,
+                    "{} {}",
+                    side.value(),
+                    fresh.value()
+                );
+                for (cut, lambda) in side.penalties(&node).cuts {
+                    proptest::prop_assert!(lambda > 0 && cut.is_cluster_at(&g, &node));
+                }
+            }
+        }
+    }
+
     #[test]
     fn the_side_lp_reaches_the_dual_lps_optimum_down_a_path() {
         // The primal LP solved by the forest simplex, cold and then warm down a path of
