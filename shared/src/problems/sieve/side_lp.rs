@@ -301,6 +301,10 @@ impl SideLp {
     fn solve(&mut self) -> bool {
         let (rv, nc) = (self.shape.rows_v, self.shape.cuts.len());
         let vars = self.at.len();
+        // The row duals, carried from pivot to pivot (`pi += (d_q / alpha_q) rho` keeps
+        // every basic column's reduced cost at 0 and gives the leaving one its new value)
+        // and computed afresh from the final basis.
+        let mut carried: Option<Vec<f64>> = None;
         loop {
             let Some(f) = self.factor() else { return false };
             // Basic values: B x_B = b - Σ over nonbasic at upper.
@@ -338,9 +342,9 @@ impl SideLp {
                     leave = Some((p, x_b[p] < lo));
                 }
             }
-            let costs: Vec<f64> = self.head.iter().map(|&j| self.cost(j)).collect();
-            let duals = self.btran(&f, &costs);
             let Some((r, below)) = leave else {
+                let costs: Vec<f64> = self.head.iter().map(|&j| self.cost(j)).collect();
+                let duals = self.btran(&f, &costs);
                 self.value = (0..self.edge_count())
                     .map(|j| match self.at[j] {
                         At::Upper => self.upper[j] * self.cost(j),
@@ -354,6 +358,10 @@ impl SideLp {
             if self.pivots >= MAX_PIVOTS {
                 return false;
             }
+            let duals = carried.get_or_insert_with(|| {
+                let costs: Vec<f64> = self.head.iter().map(|&j| self.cost(j)).collect();
+                self.btran(&f, &costs)
+            });
             let mut unit = vec![0.0; rv + nc];
             unit[r] = 1.0;
             let rho = self.btran(&f, &unit);
@@ -375,23 +383,27 @@ impl SideLp {
                 if !helps {
                     continue;
                 }
-                let d = self.cost(j) - dot(&col, &duals, rv);
-                cands.push((j, d.abs(), alpha.abs()));
+                let d = self.cost(j) - dot(&col, duals, rv);
+                cands.push((j, d, alpha));
             }
             let Some(bound) = cands
                 .iter()
-                .map(|&(_, d, a)| (d + TOL) / a)
+                .map(|&(_, d, a)| (d.abs() + TOL) / a.abs())
                 .min_by(f64::total_cmp)
             else {
                 return false;
             };
-            let Some(&(q, _, _)) = cands
+            let Some(&(q, d_q, alpha_q)) = cands
                 .iter()
-                .filter(|&&(_, d, a)| d / a <= bound)
-                .max_by(|x, y| x.2.total_cmp(&y.2))
+                .filter(|&&(_, d, a)| d.abs() / a.abs() <= bound)
+                .max_by(|x, y| x.2.abs().total_cmp(&y.2.abs()))
             else {
                 return false;
             };
+            let theta = d_q / alpha_q;
+            for (pi, r) in duals.iter_mut().zip(&rho) {
+                *pi += theta * r;
+            }
             let out = self.head[r];
             self.at[out] = if below { At::Lower } else { At::Upper };
             self.at[q] = At::Basic;
