@@ -319,11 +319,12 @@ pub struct TreeProfile {
 /// measured at N = 737 (BENCHMARKS.md), one round prunes more per second than none or 40.
 const NODE_CUT_ROUNDS: usize = 1;
 
-/// How many nodes old a warm LP must be before [`Searcher::set_cut_refresh`] solves it
-/// afresh with new cuts, in exact campaigns with node cuts: measured on four units of
-/// N = 785 (BENCHMARKS.md), 100 beat 0 (a fresh solve at every node left above the bar),
-/// 300 and 2000.
-pub const CUT_REFRESH_AGE: u64 = 100;
+/// How many nodes old a warm LP must be before [`Searcher::set_cut_refresh`] gives it new
+/// cuts, in exact campaigns with node cuts. With microlp's LP, solved afresh on a refresh,
+/// 100 beat 0, 300 and 2000 on four units of N = 785; with the primal form
+/// ([`Searcher::set_side_lp`]), which takes new cuts as rows of the warm LP, 0 (every
+/// node left above the bar) beat 100 by 11% on four units (BENCHMARKS.md).
+pub const CUT_REFRESH_AGE: u64 = 0;
 
 /// Rounds of cut finding where a warm LP is first built ([`Searcher::set_warm_lp`]).
 const WARM_LP_ROUNDS: usize = 40;
