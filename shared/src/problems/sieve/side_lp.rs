@@ -768,7 +768,7 @@ mod tests {
     use super::*;
     use crate::problems::sieve::cuts;
     use crate::problems::sieve::matching::Scratch;
-    use crate::problems::sieve::warm_lp::NodeLp;
+    use crate::problems::sieve::warm_lp::{step_down, NodeLp};
 
     #[test]
     fn dense_solves_invert_the_matrix() {
@@ -863,22 +863,8 @@ mod tests {
                 reference.value()
             );
             for step in 0..12 {
-                let pairs: Vec<(u32, u32)> = node
-                    .pairs()
-                    .into_iter()
-                    .filter(|p| !node.is_fixed(p.0))
-                    .collect();
-                let Some(&(big, small)) = pairs
-                    .iter()
-                    .find(|p| pool.iter().any(|c| c.numbers.contains(&p.0)))
-                    .or(pairs.first())
-                else {
+                if !step_down(&g, &mut node, &pool, step, &mut scratch) {
                     break;
-                };
-                if step % 3 == 2 {
-                    node.fix(&g, big, small, &mut scratch);
-                } else {
-                    node.exclude(&g, big, small, &mut scratch);
                 }
                 side = side.at(&g, &node, &[]).unwrap();
                 let fresh = NodeLp::build(&g, &node, &side.cuts_at(&node)).unwrap();

@@ -201,6 +201,36 @@ impl NodeLp {
     }
 }
 
+/// One step down a test path: excludes a matched free pair the cuts of `pool` see (or the
+/// first one), or fixes it every third `step`. False once no free pair is left.
+#[cfg(test)]
+pub(crate) fn step_down(
+    g: &Graph,
+    node: &mut Matching,
+    pool: &[Cut],
+    step: usize,
+    scratch: &mut super::matching::Scratch,
+) -> bool {
+    let pairs: Vec<(u32, u32)> = node
+        .pairs()
+        .into_iter()
+        .filter(|p| !node.is_fixed(p.0))
+        .collect();
+    let Some(&(big, small)) = pairs
+        .iter()
+        .find(|p| pool.iter().any(|c| c.numbers.contains(&p.0)))
+        .or(pairs.first())
+    else {
+        return false;
+    };
+    if step % 3 == 2 {
+        node.fix(g, big, small, scratch);
+    } else {
+        node.exclude(g, big, small, scratch);
+    }
+    true
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -232,22 +262,8 @@ mod tests {
         let mut steps = 0;
         for _ in 0..12 {
             // Exclude a matched pair of a cut (a change the cuts see), or fix one.
-            let pairs: Vec<(u32, u32)> = node
-                .pairs()
-                .into_iter()
-                .filter(|p| !node.is_fixed(p.0))
-                .collect();
-            let Some(&(big, small)) = pairs
-                .iter()
-                .find(|p| pool.iter().any(|c| c.numbers.contains(&p.0)))
-                .or(pairs.first())
-            else {
+            if !step_down(&g, &mut node, &pool, steps, &mut scratch) {
                 break;
-            };
-            if steps % 3 == 2 {
-                node.fix(&g, big, small, &mut scratch);
-            } else {
-                node.exclude(&g, big, small, &mut scratch);
             }
             steps += 1;
             lp = lp.at(&g, &node).unwrap();
