@@ -309,6 +309,8 @@ fn cycle_clusters(g: &Graph, node: &Matching, pairs: &[(u32, u32)]) -> Vec<Cut> 
         })
         .collect();
     let mut found = Vec::new();
+    // The cycles already weighed (the same cycle is found from each of its pairs).
+    let mut weighed: std::collections::HashSet<Cut> = std::collections::HashSet::new();
     let mut parent = vec![usize::MAX; count];
     let mut queue = std::collections::VecDeque::new();
     for start in 0..count {
@@ -341,7 +343,7 @@ fn cycle_clusters(g: &Graph, node: &Matching, pairs: &[(u32, u32)]) -> Vec<Cut> 
         };
         cut.numbers.sort_unstable();
         cut.factors.sort_unstable();
-        if !found.contains(&cut) && cut.is_cluster_at(g, node) {
+        if weighed.insert(cut.clone()) && cut.is_cluster_at(g, node) {
             found.push(cut);
         }
     }

@@ -299,9 +299,17 @@ pub fn any_acyclic_assignment(
     used: &mut Vec<u32>,
     colour: &mut Vec<u8>,
 ) -> bool {
-    if !is_acyclic(chosen, fixed, colour) {
-        return false;
-    }
+    is_acyclic(chosen, fixed, colour) && extends_acyclic(options, chosen, used, colour)
+}
+
+/// [`any_acyclic_assignment`] once `chosen` is known to be acyclic: a cycle that an added
+/// edge closes passes through it, so only the cycles reachable from it are looked for.
+fn extends_acyclic(
+    options: &[Vec<(u32, u32)>],
+    chosen: &mut Vec<(u32, u32)>,
+    used: &mut Vec<u32>,
+    colour: &mut Vec<u8>,
+) -> bool {
     let Some((first, rest)) = options.split_first() else {
         return true;
     };
@@ -311,7 +319,8 @@ pub fn any_acyclic_assignment(
         }
         chosen.push((a, b));
         used.extend([a, b]);
-        let ok = any_acyclic_assignment(rest, chosen, fixed, used, colour);
+        let ok = is_acyclic(chosen, chosen.len() - 1, colour)
+            && extends_acyclic(rest, chosen, used, colour);
         chosen.pop();
         used.truncate(used.len() - 2);
         if ok {

@@ -35,13 +35,18 @@ const TOL: f64 = 1e-9;
 const PIVOT_TOL: f64 = 1e-9;
 /// Most pivots of one solve before it gives up (a safeguard against cycling).
 const MAX_PIVOTS: u64 = 20_000;
+/// Pivots between factorizations of the basis (eta columns in between, see
+/// [`SideLp::solve`]).
+const REFACTOR_EVERY: usize = 32;
 
 /// The rows and columns, shared by every node's LP.
 struct Shape {
     /// Numbers 0..=N (row v; 0 has no edges).
     rows_v: usize,
-    /// Edges as (big, small), with weight `big`.
-    edges: Vec<(u32, u32)>,
+    /// Edges as (big, small), with weight `big` (shared by every shape of one graph).
+    edges: Arc<Vec<(u32, u32)>>,
+    /// The edges at each number.
+    number_edges: Arc<Vec<Vec<u32>>>,
     /// The cut rows (index into `cuts`) of each edge.
     edge_cuts: Vec<Vec<u32>>,
     /// The edges of each cut.
@@ -49,7 +54,7 @@ struct Shape {
     /// The cuts, in row order.
     cuts: Vec<Cut>,
     /// Edge index by (big, small).
-    index: HashMap<(u32, u32), u32>,
+    index: Arc<HashMap<(u32, u32), u32>>,
 }
 
 /// Where a variable stands.
@@ -112,7 +117,62 @@ struct Factor {
     bind_rows: Vec<usize>,
     /// LU of `W[bind_rows, side]` with row pivots.
     lu: Vec<f64>,
+    /// The same, transposed (column-major).
+    lu_t: Vec<f64>,
     perm: Vec<usize>,
+}
+
+/// The basis inverse as its last factorization and the pivots since:
+/// `B^-1 = E_t^-1 ... E_1^-1 B_0^-1`, where `E_i` is the identity with the pivot's column
+/// `B_{i-1}^-1 a_q` at the leaving position.
+struct Inverse {
+    factor: Factor,
+    etas: Vec<Eta>,
+}
+
+impl Inverse {
+    /// Records a pivot at basis position `r` whose entering column is `column` (`B^-1 a_q`
+    /// before the pivot).
+    fn push_eta(&mut self, r: usize, column: &[f64]) {
+        let entries = column
+            .iter()
+            .enumerate()
+            .filter(|&(i, &a)| i != r && a != 0.0)
+            .map(|(i, &a)| (i, a))
+            .collect();
+        self.etas.push(Eta {
+            r,
+            pivot: column[r],
+            entries,
+        });
+    }
+}
+
+/// One pivot of the product form: its position, pivot entry and the column's other
+/// nonzero entries.
+struct Eta {
+    r: usize,
+    pivot: f64,
+    entries: Vec<(usize, f64)>,
+}
+
+impl Eta {
+    /// `d <- E^-1 d`.
+    fn apply(&self, d: &mut [f64]) {
+        let x = d[self.r] / self.pivot;
+        d[self.r] = x;
+        if x != 0.0 {
+            for &(i, a) in &self.entries {
+                d[i] -= a * x;
+            }
+        }
+    }
+
+    /// `h <- E^-T h`.
+    fn apply_transposed(&self, h: &mut [f64]) {
+        let t: f64 = self.entries.iter().map(|&(i, a)| a * h[i]).sum();
+        h[self.r] = (h[self.r] - t) / self.pivot;
+    }
 }
 
 impl SideLp {
@@ -131,13 +191,19 @@ impl SideLp {
             .enumerate()
             .map(|(i, &e)| (e, i as u32))
             .collect();
+        let mut number_edges = vec![Vec::new(); n as usize + 1];
+        for (i, &(big, small)) in edges.iter().enumerate() {
+            number_edges[big as usize].push(i as u32);
+            number_edges[small as usize].push(i as u32);
+        }
         let shape = Shape {
             rows_v: n as usize + 1,
             edge_cuts: vec![Vec::new(); edges.len()],
-            edges,
+            edges: Arc::new(edges),
+            number_edges: Arc::new(number_edges),
             cut_edges: Vec::new(),
             cuts: Vec::new(),
-            index,
+            index: Arc::new(index),
         };
         let rows_v = shape.rows_v;
         let count = shape.edges.len();
@@ -214,11 +280,12 @@ impl SideLp {
         }
         let mut shape = Shape {
             rows_v: self.shape.rows_v,
-            edges: self.shape.edges.clone(),
+            edges: Arc::clone(&self.shape.edges),
+            number_edges: Arc::clone(&self.shape.number_edges),
             edge_cuts: self.shape.edge_cuts.clone(),
             cut_edges: self.shape.cut_edges.clone(),
             cuts: self.shape.cuts.clone(),
-            index: self.shape.index.clone(),
+            index: Arc::clone(&self.shape.index),
         };
         for cut in fresh {
             let row = shape.cuts.len() as u32;
@@ -298,76 +365,68 @@ impl SideLp {
     }
 
     /// The bounded dual simplex from the current (dual feasible) basis. False if it fails.
+    ///
+    /// The basis is factored afresh every [`REFACTOR_EVERY`] pivots; in between, each pivot
+    /// adds an eta column to the inverse ([`Inverse`]). The row duals and the basic values
+    /// are carried from pivot to pivot: `pi += (d_q / alpha_q) rho` keeps every basic
+    /// column's reduced cost at 0, and `x_B -= t B^-1 a_q` moves the entering column to
+    /// where the leaving one reaches its bound. The basic values are solved afresh at each
+    /// factorization, and the final basis is factored afresh and must be primal feasible
+    /// on its own values. The pivot row is priced only on the columns that meet its
+    /// nonzero rows.
     fn solve(&mut self) -> bool {
-        let (rv, nc) = (self.shape.rows_v, self.shape.cuts.len());
         let vars = self.at.len();
-        // The row duals, carried from pivot to pivot (`pi += (d_q / alpha_q) rho` keeps
-        // every basic column's reduced cost at 0 and gives the leaving one its new value)
-        // and computed afresh from the final basis.
-        let mut carried: Option<Vec<f64>> = None;
+        let mut duals: Option<Vec<f64>> = None;
+        let mut inverse: Option<Inverse> = None;
+        let mut x_b: Vec<f64> = Vec::new();
+        let mut seen = vec![false; vars];
+        let mut cands: Vec<usize> = Vec::new();
         loop {
-            let Some(f) = self.factor() else { return false };
-            // Basic values: B x_B = b - Σ over nonbasic at upper.
-            let mut rv_rhs = self.rhs_v.clone();
-            let mut rc_rhs: Vec<f64> = self
-                .shape
-                .cuts
-                .iter()
-                .map(|c| (c.numbers.len() - 1) as f64)
-                .collect();
-            for j in 0..self.edge_count() {
-                if self.at[j] == At::Upper && self.upper[j] > 0.0 {
-                    let col = self.column(j);
-                    for v in col.numbers.into_iter().flatten() {
-                        rv_rhs[v] -= self.upper[j];
-                    }
-                    for &c in col.cuts {
-                        rc_rhs[c as usize] -= self.upper[j];
-                    }
+            let inv = match inverse.take() {
+                Some(inv) if inv.etas.len() < REFACTOR_EVERY => inv,
+                _ => {
+                    let Some(factor) = self.factor() else {
+                        return false;
+                    };
+                    let inv = Inverse {
+                        factor,
+                        etas: Vec::new(),
+                    };
+                    x_b = self.basic_values(&inv);
+                    inv
                 }
-            }
-            let x_b = self.ftran(&f, rv_rhs, rc_rhs);
-            // Leaving: the basic variable furthest outside its bounds.
-            let mut leave = None;
-            let mut worst = TOL * 100.0;
-            for (p, &j) in self.head.iter().enumerate() {
-                let (lo, hi) = (0.0, self.upper_of(j));
-                let gap = if x_b[p] < lo {
-                    lo - x_b[p]
-                } else {
-                    x_b[p] - hi
-                };
-                if gap > worst {
-                    worst = gap;
-                    leave = Some((p, x_b[p] < lo));
+            };
+            let Some((r, below)) = self.leaving(&x_b) else {
+                if !inv.etas.is_empty() {
+                    // Optimal on carried values: confirm on a fresh factorization.
+                    continue;
                 }
-            }
-            let Some((r, below)) = leave else {
                 let costs: Vec<f64> = self.head.iter().map(|&j| self.cost(j)).collect();
-                let duals = self.btran(&f, &costs);
+                self.duals = self.btran(&inv, &costs);
                 self.value = (0..self.edge_count())
                     .map(|j| match self.at[j] {
                         At::Upper => self.upper[j] * self.cost(j),
-                        At::Basic => x_b[f.pos[j]] * self.cost(j),
+                        At::Basic => x_b[inv.factor.pos[j]] * self.cost(j),
                         At::Lower => 0.0,
                     })
                     .sum();
-                self.duals = duals;
                 return true;
             };
             if self.pivots >= MAX_PIVOTS {
                 return false;
             }
-            let duals = carried.get_or_insert_with(|| {
+            let duals = duals.get_or_insert_with(|| {
                 let costs: Vec<f64> = self.head.iter().map(|&j| self.cost(j)).collect();
-                self.btran(&f, &costs)
+                self.btran(&inv, &costs)
             });
-            let mut unit = vec![0.0; rv + nc];
+            let mut unit = vec![0.0; self.head.len()];
             unit[r] = 1.0;
-            let rho = self.btran(&f, &unit);
+            let rho = self.btran(&inv, &unit);
+            self.pivot_row_columns(&rho, &mut seen, &mut cands);
             // Ratio test (Harris): candidates whose move pushes x_r toward its bound.
-            let mut cands = Vec::new();
-            for j in 0..vars {
+            let rv = self.shape.rows_v;
+            let mut ratios = Vec::new();
+            for &j in &cands {
                 if self.at[j] == At::Basic || self.upper_of(j) == 0.0 {
                     continue;
                 }
@@ -384,31 +443,150 @@ impl SideLp {
                     continue;
                 }
                 let d = self.cost(j) - dot(&col, duals, rv);
-                cands.push((j, d, alpha));
+                ratios.push((j, d, alpha));
             }
-            let Some(bound) = cands
+            let Some(bound) = ratios
                 .iter()
                 .map(|&(_, d, a)| (d.abs() + TOL) / a.abs())
                 .min_by(f64::total_cmp)
             else {
                 return false;
             };
-            let Some(&(q, d_q, alpha_q)) = cands
+            let Some(&(q, d_q, alpha_q)) = ratios
                 .iter()
                 .filter(|&&(_, d, a)| d.abs() / a.abs() <= bound)
                 .max_by(|x, y| x.2.abs().total_cmp(&y.2.abs()))
             else {
                 return false;
             };
+            let column_q = self.column_ftran(&inv, q);
+            if (column_q[r] - alpha_q).abs() > 1e-7 * alpha_q.abs().max(1.0) && !inv.etas.is_empty()
+            {
+                // The row and the column disagree on the pivot: factor afresh and retry.
+                continue;
+            }
             let theta = d_q / alpha_q;
             for (pi, r) in duals.iter_mut().zip(&rho) {
                 *pi += theta * r;
             }
+            // The entering column moves by t, which takes x_r to the bound it leaves at.
+            let target = if below {
+                0.0
+            } else {
+                self.upper_of(self.head[r])
+            };
+            let t = (x_b[r] - target) / column_q[r];
+            for (x, a) in x_b.iter_mut().zip(&column_q) {
+                *x -= t * a;
+            }
+            let from = if self.at[q] == At::Upper {
+                self.upper[q]
+            } else {
+                0.0
+            };
+            x_b[r] = from + t;
             let out = self.head[r];
             self.at[out] = if below { At::Lower } else { At::Upper };
             self.at[q] = At::Basic;
             self.head[r] = q;
             self.pivots += 1;
+            let mut inv = inv;
+            inv.push_eta(r, &column_q);
+            inverse = Some(inv);
+        }
+    }
+
+    /// The basic values solved from the basis: `B x_B = b - Σ` over the columns at their
+    /// upper bounds.
+    fn basic_values(&self, inv: &Inverse) -> Vec<f64> {
+        let mut rv_rhs = self.rhs_v.clone();
+        let mut rc_rhs: Vec<f64> = self
+            .shape
+            .cuts
+            .iter()
+            .map(|c| (c.numbers.len() - 1) as f64)
+            .collect();
+        for j in 0..self.edge_count() {
+            if self.at[j] == At::Upper && self.upper[j] > 0.0 {
+                let col = self.column(j);
+                for v in col.numbers.into_iter().flatten() {
+                    rv_rhs[v] -= self.upper[j];
+                }
+                for &c in col.cuts {
+                    rc_rhs[c as usize] -= self.upper[j];
+                }
+            }
+        }
+        self.ftran(inv, rv_rhs, rc_rhs)
+    }
+
+    /// The basis position and direction (below its lower bound) of the basic variable
+    /// furthest outside its bounds, if any is.
+    fn leaving(&self, x_b: &[f64]) -> Option<(usize, bool)> {
+        let mut leave = None;
+        let mut worst = TOL * 100.0;
+        for (p, &j) in self.head.iter().enumerate() {
+            let gap = if x_b[p] < 0.0 {
+                -x_b[p]
+            } else {
+                x_b[p] - self.upper_of(j)
+            };
+            if gap > worst {
+                worst = gap;
+                leave = Some((p, x_b[p] < 0.0));
+            }
+        }
+        leave
+    }
+
+    /// `B^-1 a_j`, by basis position.
+    fn column_ftran(&self, inv: &Inverse, j: usize) -> Vec<f64> {
+        let rv = self.shape.rows_v;
+        let mut a_v = vec![0.0; rv];
+        let mut a_c = vec![0.0; self.shape.cuts.len()];
+        let col = self.column(j);
+        for v in col.numbers.into_iter().flatten() {
+            a_v[v] += 1.0;
+        }
+        for &c in col.cuts {
+            a_c[c as usize] += 1.0;
+        }
+        if let Some(c) = col.cut_slack {
+            a_c[c] += 1.0;
+        }
+        self.ftran(inv, a_v, a_c)
+    }
+
+    /// The columns that meet a nonzero row of `rho` (the others have `alpha = 0` in the
+    /// pivot row), into `cands` (in an order fixed by `rho`'s pattern, so that solves are
+    /// deterministic); `seen` is all false before and after.
+    fn pivot_row_columns(&self, rho: &[f64], seen: &mut [bool], cands: &mut Vec<usize>) {
+        let (rv, ne) = (self.shape.rows_v, self.edge_count());
+        cands.clear();
+        let mut take = |j: usize, cands: &mut Vec<usize>| {
+            if !seen[j] {
+                seen[j] = true;
+                cands.push(j);
+            }
+        };
+        for (v, &r) in rho[..rv].iter().enumerate() {
+            if r != 0.0 {
+                for &e in &self.shape.number_edges[v] {
+                    take(e as usize, cands);
+                }
+                take(ne + v, cands);
+            }
+        }
+        for (c, &r) in rho[rv..].iter().enumerate() {
+            if r != 0.0 {
+                for &e in &self.shape.cut_edges[c] {
+                    take(e as usize, cands);
+                }
+                take(ne + rv + c, cands);
+            }
+        }
+        for &j in cands.iter() {
+            seen[j] = false;
         }
     }
 
@@ -494,6 +672,7 @@ impl SideLp {
             slack_rows,
             bind_rows,
             lu: Vec::new(),
+            lu_t: Vec::new(),
             perm: Vec::new(),
         };
         let mut depth = vec![0usize; rv];
@@ -521,6 +700,7 @@ impl SideLp {
             }
         }
         let perm = lu_factor(&mut lu, k)?;
+        f.lu_t = transposed(&lu, k);
         f.lu = lu;
         f.perm = perm;
         Some(f)
@@ -539,7 +719,25 @@ impl SideLp {
     }
 
     /// Solves `B d = a` (a over number rows, then cut rows); `d` by basis position.
-    fn ftran(&self, f: &Factor, a_v: Vec<f64>, mut a_c: Vec<f64>) -> Vec<f64> {
+    fn ftran(&self, inv: &Inverse, a_v: Vec<f64>, a_c: Vec<f64>) -> Vec<f64> {
+        let mut d = self.factor_ftran(&inv.factor, a_v, a_c);
+        for eta in &inv.etas {
+            eta.apply(&mut d);
+        }
+        d
+    }
+
+    /// Solves `B^T pi = h` (h by basis position); `pi` over number rows, then cut rows.
+    fn btran(&self, inv: &Inverse, h: &[f64]) -> Vec<f64> {
+        let mut h = h.to_vec();
+        for eta in inv.etas.iter().rev() {
+            eta.apply_transposed(&mut h);
+        }
+        self.factor_btran(&inv.factor, &h)
+    }
+
+    /// Solves `B_0 d = a` for the factored basis `B_0`.
+    fn factor_ftran(&self, f: &Factor, a_v: Vec<f64>, mut a_c: Vec<f64>) -> Vec<f64> {
         let (rv, ne) = (self.shape.rows_v, self.edge_count());
         let u = forest_solve(f, a_v);
         let dense: Vec<(usize, f64)> = u
@@ -551,7 +749,7 @@ impl SideLp {
         self.sub_key_cuts(f, &dense, &mut a_c);
         let k = f.side.len();
         let mut rhs: Vec<f64> = f.bind_rows.iter().map(|&c| a_c[c]).collect();
-        lu_solve(&f.lu, &f.perm, k, &mut rhs);
+        lu_solve(&f.lu_t, &f.perm, k, &mut rhs);
         let d_side = rhs;
         let mut d = vec![0.0; self.head.len()];
         let mut d_k = u;
@@ -566,20 +764,23 @@ impl SideLp {
         for (i, &l) in f.side.iter().enumerate() {
             d[f.pos[l]] = d_side[i];
         }
+        for (w, &x) in f.side_w.iter().zip(&d_side) {
+            if x != 0.0 {
+                for (a, &wc) in a_c.iter_mut().zip(w) {
+                    *a -= wc * x;
+                }
+            }
+        }
         for (c, &slack) in f.slack_rows.iter().enumerate() {
             if slack {
-                let mut t = a_c[c];
-                for (i, w) in f.side_w.iter().enumerate() {
-                    t -= w[c] * d_side[i];
-                }
-                d[f.pos[ne + rv + c]] = t;
+                d[f.pos[ne + rv + c]] = a_c[c];
             }
         }
         d
     }
 
-    /// Solves `B^T pi = h` (h by basis position); `pi` over number rows, then cut rows.
-    fn btran(&self, f: &Factor, h: &[f64]) -> Vec<f64> {
+    /// Solves `B_0^T pi = h` for the factored basis `B_0`.
+    fn factor_btran(&self, f: &Factor, h: &[f64]) -> Vec<f64> {
         let (rv, nc, ne) = (self.shape.rows_v, self.shape.cuts.len(), self.edge_count());
         let h_k: Vec<f64> = (0..rv).map(|v| h[f.pos[f.key[v]]]).collect();
         let mut pi_c = vec![0.0; nc];
@@ -589,6 +790,13 @@ impl SideLp {
             }
         }
         let k = f.side.len();
+        // Only the slack rows with a nonzero dual reach the side columns.
+        let slack_duals: Vec<(usize, f64)> = pi_c
+            .iter()
+            .enumerate()
+            .filter(|&(c, &p)| p != 0.0 && f.slack_rows[c])
+            .map(|(c, &p)| (c, p))
+            .collect();
         let mut rhs: Vec<f64> = f
             .side
             .iter()
@@ -596,10 +804,8 @@ impl SideLp {
             .map(|(i, &l)| {
                 let mut t = h[f.pos[l]];
                 t -= f.side_g[i].iter().map(|&(v, g)| g * h_k[v]).sum::<f64>();
-                for (c, &slack) in f.slack_rows.iter().enumerate() {
-                    if slack {
-                        t -= f.side_w[i][c] * pi_c[c];
-                    }
+                for &(c, p) in &slack_duals {
+                    t -= f.side_w[i][c] * p;
                 }
                 t
             })
@@ -725,35 +931,55 @@ fn lu_factor(m: &mut [f64], k: usize) -> Option<Vec<usize>> {
     Some(perm)
 }
 
-/// Solves `M x = b` in place from [`lu_factor`]'s output.
-fn lu_solve(lu: &[f64], perm: &[usize], k: usize, b: &mut [f64]) {
+/// Solves `M x = b` in place from [`lu_factor`]'s output, given also as `lu_t`, its
+/// transpose (column-major): column by column, skipping zeros.
+fn lu_solve(lu_t: &[f64], perm: &[usize], k: usize, b: &mut [f64]) {
     let permuted: Vec<f64> = perm.iter().map(|&p| b[p]).collect();
     b.copy_from_slice(&permuted);
-    for i in 0..k {
-        for j in 0..i {
-            b[i] -= lu[i * k + j] * b[j];
+    // L y = b (unit diagonal): column j of L is row j of lu_t, below the diagonal.
+    for j in 0..k {
+        let x = b[j];
+        if x != 0.0 {
+            let column = &lu_t[j * k..(j + 1) * k];
+            for (bi, &l) in b[j + 1..].iter_mut().zip(&column[j + 1..]) {
+                *bi -= l * x;
+            }
         }
     }
-    for i in (0..k).rev() {
-        for j in i + 1..k {
-            b[i] -= lu[i * k + j] * b[j];
+    // U x = y: column j of U is row j of lu_t, above the diagonal.
+    for j in (0..k).rev() {
+        let column = &lu_t[j * k..(j + 1) * k];
+        let x = b[j] / column[j];
+        b[j] = x;
+        if x != 0.0 {
+            for (bi, &u) in b[..j].iter_mut().zip(&column[..j]) {
+                *bi -= u * x;
+            }
         }
-        b[i] /= lu[i * k + i];
     }
 }
 
-/// Solves `M^T x = b` in place from [`lu_factor`]'s output.
+/// Solves `M^T x = b` in place from [`lu_factor`]'s output: row by row of the factors,
+/// skipping zeros.
 fn lu_solve_transposed(lu: &[f64], perm: &[usize], k: usize, b: &mut [f64]) {
     // P M = L U, so M^T = U^T L^T P: solve U^T s = b, L^T t = s, x = P^T t.
-    for i in 0..k {
-        for j in 0..i {
-            b[i] -= lu[j * k + i] * b[j];
+    for j in 0..k {
+        let row = &lu[j * k..(j + 1) * k];
+        let x = b[j] / row[j];
+        b[j] = x;
+        if x != 0.0 {
+            for (bi, &u) in b[j + 1..].iter_mut().zip(&row[j + 1..]) {
+                *bi -= u * x;
+            }
         }
-        b[i] /= lu[i * k + i];
     }
-    for i in (0..k).rev() {
-        for j in i + 1..k {
-            b[i] -= lu[j * k + i] * b[j];
+    for j in (0..k).rev() {
+        let x = b[j];
+        if x != 0.0 {
+            let row = &lu[j * k..(j + 1) * k];
+            for (bi, &l) in b[..j].iter_mut().zip(&row[..j]) {
+                *bi -= l * x;
+            }
         }
     }
     let mut x = vec![0.0; k];
@@ -761,6 +987,17 @@ fn lu_solve_transposed(lu: &[f64], perm: &[usize], k: usize, b: &mut [f64]) {
         x[p] = b[i];
     }
     b.copy_from_slice(&x);
+}
+
+/// The transpose of the `k x k` row-major `m`.
+fn transposed(m: &[f64], k: usize) -> Vec<f64> {
+    let mut t = vec![0.0; k * k];
+    for i in 0..k {
+        for j in 0..k {
+            t[j * k + i] = m[i * k + j];
+        }
+    }
+    t
 }
 
 #[cfg(test)]
@@ -776,7 +1013,7 @@ mod tests {
         let mut lu = m.to_vec();
         let perm = lu_factor(&mut lu, 3).unwrap();
         let mut b = vec![1.0, 2.0, 3.0];
-        lu_solve(&lu, &perm, 3, &mut b);
+        lu_solve(&transposed(&lu, 3), &perm, 3, &mut b);
         for i in 0..3 {
             let row: f64 = (0..3).map(|j| m[i * 3 + j] * b[j]).sum();
             assert!((row - [1.0, 2.0, 3.0][i]).abs() < 1e-12);
