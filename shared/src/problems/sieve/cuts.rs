@@ -43,7 +43,7 @@ use microlp::{ComparisonOp, LinearExpr, OptimizationDirection, Problem, Variable
 
 use super::certificate::{CertCut, Certificate};
 use super::matching::{Graph, Matching, Scratch};
-use super::regions::any_acyclic_assignment;
+use super::regions::FixedReach;
 
 /// Most rounds of cut finding at the root.
 const MAX_ROUNDS: usize = 40;
@@ -75,7 +75,7 @@ impl Cut {
     /// True when every bijection of S onto T along edges of `g` has a precedence cycle (so
     /// the cut is valid for every game).
     pub fn is_cluster(&self, g: &Graph) -> bool {
-        self.is_cluster_with(g, &|_, _| true, Vec::new())
+        self.is_cluster_with(g, &|_, _| true, &mut FixedReach::new(g.n(), Vec::new()))
     }
 
     /// True when the cut is valid for every game of the search node `node`: S and T are free
@@ -83,18 +83,24 @@ impl Cut {
     /// with its fixed pairs, has a precedence cycle. (A cluster of the whole graph is one of
     /// every node; a node's exclusions and fixed pairs make more sets clusters.)
     pub fn is_cluster_at(&self, g: &Graph, node: &Matching) -> bool {
+        self.is_cluster_within(g, node, &mut FixedReach::new(g.n(), node.fixed_pairs()))
+    }
+
+    /// [`Cut::is_cluster_at`] with the reach of the node's fixed pairs given (worked out
+    /// once for many cuts at one node).
+    pub fn is_cluster_within(&self, g: &Graph, node: &Matching, reach: &mut FixedReach) -> bool {
         self.numbers
             .iter()
             .chain(&self.factors)
             .all(|&v| v <= g.n() && !node.is_fixed(v))
-            && self.is_cluster_with(g, &|k, b| node.is_live(g, k, b), node.fixed_pairs())
+            && self.is_cluster_with(g, &|k, b| node.is_live(g, k, b), reach)
     }
 
     fn is_cluster_with(
         &self,
         g: &Graph,
         live: &dyn Fn(u32, u32) -> bool,
-        mut chosen: Vec<(u32, u32)>,
+        reach: &mut FixedReach,
     ) -> bool {
         if self.numbers.len() != self.factors.len()
             || self.numbers.iter().any(|k| self.factors.contains(k))
@@ -113,9 +119,7 @@ impl Cut {
                     .collect()
             })
             .collect();
-        let fixed = chosen.len();
-        let (mut used, mut colour) = (Vec::new(), Vec::new());
-        !any_acyclic_assignment(&options, &mut chosen, fixed, &mut used, &mut colour)
+        !reach.any_acyclic_assignment(&options)
     }
 }
 
@@ -139,19 +143,22 @@ impl Penalties {
 /// Lowers the weights of `g` by the penalties and adds their offset (see the module docs).
 /// Errors name a cut that is not a cluster of `g`.
 pub fn apply(g: &mut Graph, penalties: &Penalties) -> Result<(), String> {
-    apply_checked(g, penalties, &|g, cut| cut.is_cluster(g))
+    apply_checked(g, penalties, &mut |g, cut| cut.is_cluster(g))
 }
 
 /// [`apply`] for the games of one search node: each cut need only be a cluster at `node`
 /// ([`Cut::is_cluster_at`]), and the penalized graph bounds that node and its subtree only.
 pub fn apply_at(g: &mut Graph, node: &Matching, penalties: &Penalties) -> Result<(), String> {
-    apply_checked(g, penalties, &|g, cut| cut.is_cluster_at(g, node))
+    let mut reach = FixedReach::new(g.n(), node.fixed_pairs());
+    apply_checked(g, penalties, &mut |g, cut| {
+        cut.is_cluster_within(g, node, &mut reach)
+    })
 }
 
 fn apply_checked(
     g: &mut Graph,
     penalties: &Penalties,
-    valid: &dyn Fn(&Graph, &Cut) -> bool,
+    valid: &mut dyn FnMut(&Graph, &Cut) -> bool,
 ) -> Result<(), String> {
     for (cut, lambda) in &penalties.cuts {
         if *lambda < 0 || !valid(g, cut) {
@@ -200,9 +207,10 @@ pub fn derive_all_at(
     rounds: usize,
 ) -> (Penalties, i64, Vec<Cut>) {
     let n = g.n();
+    let mut reach = FixedReach::new(n, node.fixed_pairs());
     let mut cuts: Vec<Cut> = cuts
         .into_iter()
-        .filter(|c| c.is_cluster_at(g, node))
+        .filter(|c| c.is_cluster_within(g, node, &mut reach))
         .collect();
     cuts.sort();
     cuts.dedup();
@@ -300,20 +308,18 @@ pub fn missed_cuts(g: &Graph, node: &Matching, shadow: &Matching) -> Vec<Cut> {
 /// and factors form a cluster at `node`.
 fn cycle_clusters(g: &Graph, node: &Matching, pairs: &[(u32, u32)]) -> Vec<Cut> {
     let count = pairs.len();
-    let successors: Vec<Vec<usize>> = (0..count)
-        .map(|i| {
-            let b = pairs[i].1;
-            (0..count)
-                .filter(|&j| j != i && b > 1 && pairs[j].0.is_multiple_of(b))
-                .collect()
-        })
-        .collect();
+    let successors = precedence_successors(g.n(), pairs);
+    let on_cycles = may_lie_on_cycles(&successors);
     let mut found = Vec::new();
     // The cycles already weighed (the same cycle is found from each of its pairs).
     let mut weighed: std::collections::HashSet<Cut> = std::collections::HashSet::new();
+    let mut reach = FixedReach::new(g.n(), node.fixed_pairs());
     let mut parent = vec![usize::MAX; count];
     let mut queue = std::collections::VecDeque::new();
     for start in 0..count {
+        if !on_cycles[start] {
+            continue;
+        }
         parent.fill(usize::MAX);
         queue.clear();
         queue.push_back(start);
@@ -325,7 +331,9 @@ fn cycle_clusters(g: &Graph, node: &Matching, pairs: &[(u32, u32)]) -> Vec<Cut> 
                     last = Some(u);
                     break 'bfs;
                 }
-                if parent[v] == usize::MAX {
+                // A pair on no cycle leads nowhere back to `start` (and is first reached
+                // from no pair that does: the search finds the same cycle without it).
+                if parent[v] == usize::MAX && on_cycles[v] {
                     parent[v] = u;
                     queue.push_back(v);
                 }
@@ -343,11 +351,78 @@ fn cycle_clusters(g: &Graph, node: &Matching, pairs: &[(u32, u32)]) -> Vec<Cut> 
         };
         cut.numbers.sort_unstable();
         cut.factors.sort_unstable();
-        if weighed.insert(cut.clone()) && cut.is_cluster_at(g, node) {
+        if weighed.insert(cut.clone()) && cut.is_cluster_within(g, node, &mut reach) {
             found.push(cut);
         }
     }
     found
+}
+
+/// The precedence successors of each pair (numbers up to `n`): the pairs whose number is a
+/// multiple of its factor, in increasing index.
+fn precedence_successors(n: u32, pairs: &[(u32, u32)]) -> Vec<Vec<usize>> {
+    let mut index = vec![usize::MAX; n as usize + 1];
+    for (i, &(a, _)) in pairs.iter().enumerate() {
+        index[a as usize] = i;
+    }
+    pairs
+        .iter()
+        .enumerate()
+        .map(|(i, &(_, b))| {
+            let mut next = Vec::new();
+            if b > 1 {
+                let mut m = b;
+                while m <= n {
+                    let j = index[m as usize];
+                    if j != usize::MAX && j != i {
+                        next.push(j);
+                    }
+                    m += b;
+                }
+            }
+            next.sort_unstable();
+            next
+        })
+        .collect()
+}
+
+/// False for nodes that lie on no cycle of the graph `successors`: those peeled off by
+/// repeatedly removing nodes without predecessors or without successors left (nodes left
+/// may still lie on none, between two cycles).
+fn may_lie_on_cycles(successors: &[Vec<usize>]) -> Vec<bool> {
+    let count = successors.len();
+    let mut predecessors = vec![Vec::new(); count];
+    for (i, next) in successors.iter().enumerate() {
+        for &j in next {
+            predecessors[j].push(i);
+        }
+    }
+    let mut ins: Vec<usize> = predecessors.iter().map(Vec::len).collect();
+    let mut outs: Vec<usize> = successors.iter().map(Vec::len).collect();
+    let mut kept = vec![true; count];
+    let mut peel: Vec<usize> = (0..count)
+        .filter(|&i| ins[i] == 0 || outs[i] == 0)
+        .collect();
+    for &i in &peel {
+        kept[i] = false;
+    }
+    while let Some(i) = peel.pop() {
+        for &j in &successors[i] {
+            ins[j] -= 1;
+            if kept[j] && ins[j] == 0 {
+                kept[j] = false;
+                peel.push(j);
+            }
+        }
+        for &j in &predecessors[i] {
+            outs[j] -= 1;
+            if kept[j] && outs[j] == 0 {
+                kept[j] = false;
+                peel.push(j);
+            }
+        }
+    }
+    kept
 }
 
 /// The dual LP (module docs) of the live graph of `node` with `cuts`, unsolved.
@@ -441,6 +516,44 @@ fn dual_penalties(g: &Graph, node: &Matching, cuts: &[Cut]) -> Option<Penalties>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        /// The successors are those of the definition, and every pair on a precedence cycle
+        /// (found by a transitive closure) is kept by the peeling.
+        #[test]
+        fn successors_and_peeling_agree_with_the_definitions(
+            numbers in proptest::collection::btree_set(2u32..120, 0..40),
+            factors in proptest::collection::vec(1u32..30, 40),
+        ) {
+            let pairs: Vec<(u32, u32)> =
+                numbers.iter().zip(&factors).map(|(&a, &b)| (a, b)).collect();
+            let count = pairs.len();
+            let successors = precedence_successors(120, &pairs);
+            let mut reach = vec![vec![false; count]; count];
+            for i in 0..count {
+                let want: Vec<usize> = (0..count)
+                    .filter(|&j| j != i && pairs[i].1 > 1 && pairs[j].0.is_multiple_of(pairs[i].1))
+                    .collect();
+                proptest::prop_assert_eq!(&successors[i], &want);
+                for j in want {
+                    reach[i][j] = true;
+                }
+            }
+            for k in 0..count {
+                for i in 0..count {
+                    for j in 0..count {
+                        if reach[i][k] && reach[k][j] {
+                            reach[i][j] = true;
+                        }
+                    }
+                }
+            }
+            let kept = may_lie_on_cycles(&successors);
+            for i in 0..count {
+                proptest::prop_assert!(!reach[i][i] || kept[i], "pair {i} is on a cycle");
+            }
+        }
+    }
 
     #[test]
     fn clusters_are_recognised_and_other_sets_are_not() {
