@@ -18,8 +18,8 @@
 //! *key* columns, solved by walking the forest. The other basic columns (one per cut row)
 //! meet the forest through the Schur complement `W = S_L - S_K N_K^-1 N_L` on the cut rows,
 //! which is the identity on the cuts whose own slack is basic and a small dense matrix on
-//! the others (the cuts that bind). The basis is factored afresh every [`REFACTOR_EVERY`]
-//! pivots, with an eta column per pivot in between (the product form, [`Inverse`]), and the
+//! the others (the cuts that bind). The basis is factored afresh every `REFACTOR_EVERY`
+//! pivots, with an eta column per pivot in between (the product form, `Inverse`), and the
 //! optimal basis is always factored afresh before its values and duals are read.
 //!
 //! Nothing rests on this LP: its duals only propose penalties, which
