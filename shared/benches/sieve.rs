@@ -62,7 +62,9 @@
 //! units of every N >= M also prune by cut bounds kept warm down their trees
 //! (`Sieve::with_node_cuts`: the same tree, so a journal begun without them is finished
 //! with them); `--node-cuts-after K` derives them only at branching nodes whose subtree
-//! took K nodes (default 0: from each unit's first).
+//! took K nodes (default 0: from each unit's first). `--rank-union K` also lets those LPs
+//! take rank cuts (`sieve::rank_cuts`: unions of two root clusters of at most K numbers,
+//! proven once per N on the run's threads; they only prune, the same tree).
 
 use std::process::ExitCode;
 use std::time::Instant;
@@ -74,7 +76,9 @@ use grind_shared::problem::Problem;
 use grind_shared::problems::sieve::{
     cuts, family,
     journal::{self, Journal},
-    local, search,
+    local,
+    rank_cuts::RankPool,
+    search,
     search::Searcher,
     table,
     unit::SieveUnit,
@@ -110,10 +114,12 @@ fn main() -> ExitCode {
         let solver: Option<u32> =
             flag(&mut args, "--solver").map(|v| v.parse().expect("--solver V"));
         let refresh: Option<u64> = flag(&mut args, "--refresh").and_then(|v| v.parse().ok());
+        let rank_union: Option<usize> =
+            flag(&mut args, "--rank-pool").map(|v| v.parse().expect("--rank-pool MAX_UNION"));
         let n: u32 = args[at + 1].parse().expect("N");
-        let path: Vec<u16> = args[at + 2]
-            .split(',')
-            .map(|p| p.parse().expect("path"))
+        let paths: Vec<Vec<u16>> = args[at + 2]
+            .split(';')
+            .map(|path| path.split(',').map(|p| p.parse().expect("path")).collect())
             .collect();
         let after: Option<u64> = args[at + 3].parse().ok();
         let terms = table::read_terms(table::PUBLISHED_TABLE).expect("table");
@@ -121,26 +127,42 @@ fn main() -> ExitCode {
         if let Some(version) = solver {
             sieve = sieve.with_solver(version).expect("--solver V");
         }
-        let mut searcher = sieve.exact_searcher();
-        searcher.set_node_cuts(after);
-        searcher.set_warm_lp(args.get(at + 4).is_some_and(|a| a == "warm"));
-        searcher.set_cut_refresh(refresh);
-        if args.iter().any(|a| a == "--microlp") {
-            searcher.set_side_lp(false);
+        let pool = rank_union.map(|max_union| {
+            let start = Instant::now();
+            let pool = std::sync::Arc::new(RankPool::at_root(n, max_union));
+            println!(
+                "N = {n}: {} rank cuts (unions of at most {max_union} numbers) in {:.1} s",
+                pool.cuts().len(),
+                start.elapsed().as_secs_f64()
+            );
+            pool
+        });
+        let mut total = 0.0;
+        for path in paths {
+            let mut searcher = sieve.exact_searcher();
+            searcher.set_node_cuts(after);
+            searcher.set_warm_lp(args.get(at + 4).is_some_and(|a| a == "warm"));
+            searcher.set_cut_refresh(refresh);
+            searcher.set_rank_pool(pool.clone());
+            if args.iter().any(|a| a == "--microlp") {
+                searcher.set_side_lp(false);
+            }
+            let start = Instant::now();
+            searcher
+                .search(&path, None, None, &Bar(terms[n as usize - 1]))
+                .expect("search");
+            let seconds = start.elapsed().as_secs_f64();
+            total += seconds;
+            println!(
+                "N = {n} unit {path:?} node cuts after {after:?}, refresh {refresh:?}: {} nodes, \
+                 {} derived, {:?} skipped and refreshed, {:?} warm pivots and edits, {seconds:.1} s",
+                searcher.stats().nodes,
+                searcher.cuts_derived(),
+                searcher.derivations_skipped_and_refreshed(),
+                searcher.warm_work(),
+            );
         }
-        let start = Instant::now();
-        searcher
-            .search(&path, None, None, &Bar(terms[n as usize - 1]))
-            .expect("search");
-        println!(
-            "N = {n} unit {path:?} node cuts after {after:?}, refresh {refresh:?}: {} nodes, \
-             {} derived, {:?} skipped and refreshed, {:?} warm pivots and edits, {:.1} s",
-            searcher.stats().nodes,
-            searcher.cuts_derived(),
-            searcher.derivations_skipped_and_refreshed(),
-            searcher.warm_work(),
-            start.elapsed().as_secs_f64()
-        );
+        println!("units searched in {total:.1} s");
         return ExitCode::SUCCESS;
     }
     if let Some(at) = args.iter().position(|a| a == "--walk") {
@@ -159,6 +181,8 @@ fn main() -> ExitCode {
         let stop_file = flag(&mut args, "--stop-file").map(std::path::PathBuf::from);
         let node_cuts_from =
             flag(&mut args, "--node-cuts-from").map(|n| n.parse().expect("--node-cuts-from N"));
+        let rank_union =
+            flag(&mut args, "--rank-union").map(|k| k.parse().expect("--rank-union K"));
         let node_cuts_after = flag(&mut args, "--node-cuts-after")
             .map_or(0, |k| k.parse().expect("--node-cuts-after K"));
         return record(&RecordRun {
@@ -172,6 +196,7 @@ fn main() -> ExitCode {
             stop_file,
             node_cuts_from,
             node_cuts_after,
+            rank_union,
         });
     }
     if let Some(at) = args.iter().position(|a| a == "--check") {
@@ -295,6 +320,9 @@ struct RecordRun {
     node_cuts_from: Option<u32>,
     /// ... from a branching node whose subtree took this many nodes (`--node-cuts-after`).
     node_cuts_after: u64,
+    /// Rank cuts of unions of at most this many numbers in the node cuts' LPs
+    /// (`--rank-union`).
+    rank_union: Option<usize>,
 }
 
 /// Proves N = `from..=to` in turn, each on the N before it, and prints one row of
@@ -311,6 +339,7 @@ fn record(run: &RecordRun) -> ExitCode {
         ref stop_file,
         node_cuts_from,
         node_cuts_after,
+        rank_union,
     } = *run;
     let stop = stop_file.as_deref().map(|p| move || p.exists());
     let date = today();
@@ -341,6 +370,7 @@ fn record(run: &RecordRun) -> ExitCode {
                 node_cuts: node_cuts_from
                     .filter(|&from| n >= from)
                     .map(|_| node_cuts_after),
+                rank_union,
             },
         );
         let proven = match proven {

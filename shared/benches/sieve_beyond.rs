@@ -158,10 +158,7 @@ fn neighbour_cuts(n: u32, dir: &Path) -> Vec<cuts::Cut> {
             Certificate::parse(&text).ok()
         })
         .flat_map(|c| c.cuts)
-        .map(|c| cuts::Cut {
-            numbers: c.numbers,
-            factors: c.factors,
-        })
+        .map(|c| cuts::Cut::cluster(c.numbers, c.factors))
         .collect()
 }
 

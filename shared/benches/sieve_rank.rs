@@ -286,10 +286,7 @@ fn main() {
             if s.len() > max_union || !s.is_disjoint(&t) {
                 continue;
             }
-            let cut = Cut {
-                numbers: s.into_iter().collect(),
-                factors: t.into_iter().collect(),
-            };
+            let cut = Cut::cluster(s.into_iter().collect(), t.into_iter().collect());
             if !seen.insert(cut.clone()) {
                 continue;
             }
@@ -308,10 +305,10 @@ fn main() {
         let sizes: Vec<usize> = comps.iter().map(Vec::len).collect();
         let mut added = 0;
         for comp in comps.iter().filter(|c| c.len() <= max_union) {
-            let mut cut = Cut {
-                numbers: comp.iter().map(|p| p.0).collect(),
-                factors: comp.iter().map(|p| p.1).collect(),
-            };
+            let mut cut = Cut::cluster(
+                comp.iter().map(|p| p.0).collect(),
+                comp.iter().map(|p| p.1).collect(),
+            );
             cut.numbers.sort_unstable();
             cut.factors.sort_unstable();
             if !seen.insert(cut.clone()) {

@@ -43,22 +43,41 @@ use microlp::{ComparisonOp, LinearExpr, OptimizationDirection, Problem, Variable
 
 use super::certificate::{CertCut, Certificate};
 use super::matching::{Graph, Matching, Scratch};
+use super::rank_cuts::RankPool;
 use super::regions::FixedReach;
 
 /// Most rounds of cut finding at the root.
 const MAX_ROUNDS: usize = 40;
 
-/// A cluster cut: at most `numbers.len() - 1` edges of a game run from `numbers` into
-/// `factors`.
+/// A cut: at most `most` edges of a game run from `numbers` into `factors`. A *cluster*
+/// (|S| = |T|, `most` = |S| - 1) is checked wherever it is used ([`Cut::is_cluster`]); any
+/// other cut is a *rank cut*, valid only as a member of a [`RankPool`] that proved it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Cut {
     /// S, increasing.
     pub numbers: Vec<u32>,
     /// T, increasing.
     pub factors: Vec<u32>,
+    /// The most edges from S into T that a game has.
+    pub most: usize,
 }
 
 impl Cut {
+    /// The cluster cut of S = `numbers` and T = `factors`: at most |S| - 1 edges.
+    pub fn cluster(numbers: Vec<u32>, factors: Vec<u32>) -> Cut {
+        let most = numbers.len().saturating_sub(1);
+        Cut {
+            numbers,
+            factors,
+            most,
+        }
+    }
+
+    /// True when the cut has a cluster's shape (|S| = |T|, `most` = |S| - 1).
+    pub fn is_cluster_shaped(&self) -> bool {
+        self.numbers.len() == self.factors.len() && self.most + 1 == self.numbers.len()
+    }
+
     /// The graph's edges from S into T, as (big, small).
     pub fn edges(&self, g: &Graph) -> Vec<(u32, u32)> {
         self.numbers
@@ -102,9 +121,7 @@ impl Cut {
         live: &dyn Fn(u32, u32) -> bool,
         reach: &mut FixedReach,
     ) -> bool {
-        if self.numbers.len() != self.factors.len()
-            || self.numbers.iter().any(|k| self.factors.contains(k))
-        {
+        if !self.is_cluster_shaped() || self.numbers.iter().any(|k| self.factors.contains(k)) {
             return false;
         }
         let edges = self.edges(g);
@@ -131,11 +148,11 @@ pub struct Penalties {
 }
 
 impl Penalties {
-    /// Λ = Σ λ_c (|S_c| - 1): what the penalties promise back.
+    /// Λ = Σ λ_c most_c (|S_c| - 1 for a cluster): what the penalties promise back.
     pub fn offset(&self) -> i64 {
         self.cuts
             .iter()
-            .map(|(c, l)| i64::from(*l) * (c.numbers.len() as i64 - 1))
+            .map(|(c, l)| i64::from(*l) * c.most as i64)
             .sum()
     }
 }
@@ -149,9 +166,24 @@ pub fn apply(g: &mut Graph, penalties: &Penalties) -> Result<(), String> {
 /// [`apply`] for the games of one search node: each cut need only be a cluster at `node`
 /// ([`Cut::is_cluster_at`]), and the penalized graph bounds that node and its subtree only.
 pub fn apply_at(g: &mut Graph, node: &Matching, penalties: &Penalties) -> Result<(), String> {
+    apply_at_with(g, node, penalties, None)
+}
+
+/// [`apply_at`] where a cut that is not cluster-shaped may also be a rank cut of `pool`
+/// ([`RankPool::holds_at`]).
+pub fn apply_at_with(
+    g: &mut Graph,
+    node: &Matching,
+    penalties: &Penalties,
+    pool: Option<&RankPool>,
+) -> Result<(), String> {
     let mut reach = FixedReach::new(g.n(), node.fixed_pairs());
     apply_checked(g, penalties, &mut |g, cut| {
-        cut.is_cluster_within(g, node, &mut reach)
+        if cut.is_cluster_shaped() {
+            cut.is_cluster_within(g, node, &mut reach)
+        } else {
+            pool.is_some_and(|p| p.holds_at(cut, node))
+        }
     })
 }
 
@@ -345,10 +377,10 @@ fn cycle_clusters(g: &Graph, node: &Matching, pairs: &[(u32, u32)]) -> Vec<Cut> 
             u = parent[u];
             members.push(pairs[u]);
         }
-        let mut cut = Cut {
-            numbers: members.iter().map(|p| p.0).collect(),
-            factors: members.iter().map(|p| p.1).collect(),
-        };
+        let mut cut = Cut::cluster(
+            members.iter().map(|p| p.0).collect(),
+            members.iter().map(|p| p.1).collect(),
+        );
         cut.numbers.sort_unstable();
         cut.factors.sort_unstable();
         if weighed.insert(cut.clone()) && cut.is_cluster_within(g, node, &mut reach) {
@@ -441,7 +473,7 @@ impl DualLp {
     /// Builds the LP; with `slack_cost`, each edge row gets a slack `>= 0` of that cost
     /// ([`super::warm_lp`] drops a row by fixing it).
     pub fn new(g: &Graph, node: &Matching, cuts: &[Cut], slack_cost: Option<f64>) -> Self {
-        Self::with_rhs(g, node, cuts, |c| c.numbers.len() - 1, slack_cost)
+        Self::with_rhs(g, node, cuts, |c| c.most, slack_cost)
     }
 
     /// [`DualLp::new`] with each cut's right-hand side (the most edges a game has in it)
@@ -559,25 +591,16 @@ mod tests {
     fn clusters_are_recognised_and_other_sets_are_not() {
         let g = Graph::new(30);
         // 6 is both a number and a factor: not a cut.
-        let overlapping = Cut {
-            numbers: vec![6, 9],
-            factors: vec![3, 6],
-        };
+        let overlapping = Cut::cluster(vec![6, 9], vec![3, 6]);
         assert!(!overlapping.is_cluster(&g));
         // S = {10, 15}, T = {2, 5}: the only bijection is (10, 2), (15, 5) (15 / 2 is not
         // whole); 5 | 10 but 2 does not divide 15, so it is acyclic: not a cluster.
-        let acyclic = Cut {
-            numbers: vec![10, 15],
-            factors: vec![2, 5],
-        };
+        let acyclic = Cut::cluster(vec![10, 15], vec![2, 5]);
         assert!(!acyclic.is_cluster(&g));
         // S = {6, 10, 15}, T = {2, 3, 5}: the two bijections are (6, 3), (10, 2), (15, 5)
         // (3 | 15, 5 | 10, 2 | 6) and (6, 2), (10, 5), (15, 3) (2 | 10, 5 | 15, 3 | 6): both
         // cycles, so no game has all three numbers on factors among 2, 3 and 5.
-        let classic = Cut {
-            numbers: vec![6, 10, 15],
-            factors: vec![2, 3, 5],
-        };
+        let classic = Cut::cluster(vec![6, 10, 15], vec![2, 3, 5]);
         assert!(classic.is_cluster(&g));
         assert_eq!(classic.edges(&g).len(), 6);
         // The cuts a derivation keeps are clusters with positive penalties.
@@ -626,16 +649,35 @@ mod tests {
     }
 
     #[test]
+    fn a_rank_cut_applies_only_from_the_pool_that_proved_it() {
+        let n = 240;
+        let g = Graph::new(n);
+        let root = [(239, 1)];
+        let node = Matching::new(&g, &root, &mut Scratch::default());
+        let pool = RankPool::at_root(n, 12);
+        let cut = pool.cuts()[0].clone();
+        let with = |pool: Option<&RankPool>, cut: &Cut| {
+            let penalties = Penalties {
+                cuts: vec![(cut.clone(), 2)],
+            };
+            apply_at_with(&mut Graph::new(n), &node, &penalties, pool)
+        };
+        assert_eq!(with(Some(&pool), &cut), Ok(()));
+        assert!(with(None, &cut).unwrap_err().contains("not a valid cut"));
+        let tighter = Cut {
+            most: cut.most - 1,
+            ..cut
+        };
+        assert!(with(Some(&pool), &tighter)
+            .unwrap_err()
+            .contains("not a valid cut"));
+    }
+
+    #[test]
     fn a_cut_that_is_not_a_cluster_is_refused() {
         let mut g = Graph::new(30);
         let acyclic = Penalties {
-            cuts: vec![(
-                Cut {
-                    numbers: vec![10, 15],
-                    factors: vec![2, 5],
-                },
-                3,
-            )],
+            cuts: vec![(Cut::cluster(vec![10, 15], vec![2, 5]), 3)],
         };
         assert!(apply(&mut g, &acyclic)
             .unwrap_err()

@@ -3,10 +3,11 @@
 //! the same through the coordinator.
 
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use rayon::prelude::*;
 
+use super::rank_cuts::RankPool;
 use super::unit::SieveUnit;
 use super::work_queue::{FinishedFamily, OpenFamily, WorkQueue};
 
@@ -190,6 +191,10 @@ pub struct ProofOptions<'a> {
     /// begun without them is finished with them); `None`: as campaigns do (from
     /// [`super::NODE_CUTS_FROM`] on).
     pub node_cuts: Option<u64>,
+    /// With node cuts, the units' LPs also take the rank cuts of unions of two root
+    /// clusters of at most this many numbers ([`super::rank_cuts`], proven once for the N
+    /// on the proof's threads; they only prune, the same tree). `None`: no rank cuts.
+    pub rank_union: Option<usize>,
 }
 
 /// Proves the optimum for 1..=n as `options` say (see [`ProofOptions`]).
@@ -349,6 +354,7 @@ fn prove_from(
         stop,
         solver,
         node_cuts,
+        rank_union,
         ..
     } = *options;
     let sieve = Sieve::from_params(super::SieveParams {
@@ -364,6 +370,13 @@ fn prove_from(
         .num_threads(threads)
         .build()
         .map_err(|e| ProblemError::Solver(e.to_string()))?;
+    let sieve = match (rank_union, sieve.node_cuts()) {
+        (Some(max_union), Some(_)) => {
+            let ranks = pool.install(|| RankPool::at_root(n, max_union));
+            sieve.with_rank_pool(Arc::new(ranks))
+        }
+        _ => sieve,
+    };
     let shared = Shared {
         bound: AtomicI64::new(sieve.initial_bound().unwrap_or(i64::MIN)),
         best: Mutex::new(None),

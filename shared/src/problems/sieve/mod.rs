@@ -111,6 +111,7 @@ pub mod journal;
 pub mod lns;
 pub mod local;
 pub mod matching;
+pub mod rank_cuts;
 pub mod regions;
 pub mod search;
 pub mod side_lp;
@@ -123,7 +124,7 @@ pub mod work_queue;
 use clap::Args;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::coverage::{check_range_donation, RangeUnit};
 use crate::problem::{
@@ -273,6 +274,8 @@ pub struct Sieve {
     /// Exact units prune with cut bounds kept warm down the tree, from a branching node
     /// whose subtree took this many nodes ([`Sieve::with_node_cuts`]).
     node_cuts: Option<u64>,
+    /// Rank cuts proven for this N, for the node cuts' LPs ([`Sieve::with_rank_pool`]).
+    rank_pool: Option<Arc<rank_cuts::RankPool>>,
 }
 
 impl ProblemDef for Sieve {
@@ -323,6 +326,7 @@ impl ProblemDef for Sieve {
             frontier: OnceLock::new(),
             solver: Self::SOLVER_VERSION,
             node_cuts,
+            rank_pool: None,
         })
     }
 
@@ -440,8 +444,16 @@ impl Sieve {
             searcher.set_warm_lp(true);
             searcher.set_side_lp(true);
             searcher.set_cut_refresh(Some(search::CUT_REFRESH_AGE));
+            searcher.set_rank_pool(self.rank_pool.clone());
         }
         searcher
+    }
+
+    /// This instance with the node cuts' LPs also taking the rank cuts of `pool` (proven
+    /// for this N, [`rank_cuts::RankPool`]; they only prune, the same tree).
+    pub fn with_rank_pool(mut self, pool: Arc<rank_cuts::RankPool>) -> Sieve {
+        self.rank_pool = Some(pool);
+        self
     }
 
     /// This instance with exact units that also prune by the cut bound (`None`: not; by

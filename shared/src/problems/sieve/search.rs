@@ -82,6 +82,7 @@ use super::cuts::{self, Cut, Penalties};
 use super::cycles::{CycleFinder, Cycles};
 use super::game::order_pairing;
 use super::matching::{Graph, Matching, Scratch};
+use super::rank_cuts::RankPool;
 use super::regions::{any_acyclic_assignment, RegionBound};
 use super::side_lp::SideLp;
 use super::warm_lp::NodeLp;
@@ -282,6 +283,9 @@ pub struct Searcher {
     /// Node cuts re-optimize the nearest deriving ancestor's LP instead of deriving anew.
     warm_lp: bool,
     side_lp: bool,
+    /// Rank cuts proven for this N, joining the side LP where its optimum violates them
+    /// ([`Searcher::set_rank_pool`]).
+    rank_pool: Option<Arc<RankPool>>,
     /// Pivots and edits of the warm re-optimizations so far.
     warm_work: (u64, u64),
     /// Warm LPs solved afresh with the cuts they missed, once this many nodes old
@@ -329,6 +333,12 @@ pub const CUT_REFRESH_AGE: u64 = 0;
 /// Rounds of cut finding where a warm LP is first built ([`Searcher::set_warm_lp`]).
 const WARM_LP_ROUNDS: usize = 40;
 
+/// Most rounds of rank cuts ([`Searcher::set_rank_pool`]) at an LP built afresh.
+const RANK_ROUNDS: usize = 10;
+
+/// Most rank cuts added to the LP at once.
+const RANK_BATCH: usize = 50;
+
 /// Largest prime <= n (n >= 2).
 pub fn largest_prime(n: u32) -> u32 {
     (2..=n)
@@ -362,6 +372,7 @@ impl Searcher {
             cuts_derived: 0,
             warm_lp: false,
             side_lp: false,
+            rank_pool: None,
             warm_work: (0, 0),
             cut_refresh: None,
             derivations_skipped: 0,
@@ -426,6 +437,13 @@ impl Searcher {
     /// microlp's (another optimal vertex), so the pruning can too; the tree does not.
     pub fn set_side_lp(&mut self, on: bool) {
         self.side_lp = on;
+    }
+
+    /// Lets the side LP ([`Searcher::set_side_lp`]) take the rank cuts of `pool` (proven for
+    /// this N, [`super::rank_cuts`]) that its optimum violates: at each LP built afresh, in
+    /// up to [`RANK_ROUNDS`] rounds, and at each refresh. Like the node cuts they only prune.
+    pub fn set_rank_pool(&mut self, pool: Option<Arc<RankPool>>) {
+        self.rank_pool = pool;
     }
 
     /// Refreshes the warm LP's cuts ([`Searcher::set_warm_lp`]): where a node's warm
@@ -1051,6 +1069,19 @@ impl Searcher {
                 let (_, _, pool) =
                     cuts::derive_all_at(&self.graph, &frame.base, Vec::new(), WARM_LP_ROUNDS);
                 SideLp::build(&self.graph, &frame.base, &pool).map(|mut lp| {
+                    for _ in 0..RANK_ROUNDS {
+                        let Some(ranks) = self.rank_pool.as_deref() else {
+                            break;
+                        };
+                        let violated = lp.violated(&frame.base, ranks, RANK_BATCH);
+                        if violated.is_empty() {
+                            break;
+                        }
+                        match lp.at(&self.graph, &frame.base, &violated) {
+                            Some(more) => lp = more,
+                            None => break,
+                        }
+                    }
                     lp.built_at = self.stats.nodes;
                     lp
                 })
@@ -1069,12 +1100,15 @@ impl Searcher {
         if due {
             let known = lp.cuts_at(&frame.base);
             let shadow = frame.base.shadow().cloned();
-            let missed: Vec<Cut> = shadow
+            let mut missed: Vec<Cut> = shadow
                 .map(|s| cuts::missed_cuts(&self.graph, &frame.base, &s))
                 .unwrap_or_default()
                 .into_iter()
                 .filter(|c| !known.contains(c))
                 .collect();
+            if let Some(ranks) = self.rank_pool.as_deref() {
+                missed.extend(lp.violated(&frame.base, ranks, RANK_BATCH));
+            }
             if !missed.is_empty() {
                 if let Some(mut fresh) = lp.at(&self.graph, &frame.base, &missed) {
                     self.refreshes += 1;
@@ -1094,7 +1128,7 @@ impl Searcher {
     /// `node` with the shadow of `penalties` (each checked a cluster at the node).
     fn shaded(&mut self, node: &Matching, penalties: &Penalties) -> Result<Matching, String> {
         let mut penalized = Graph::new(self.n());
-        cuts::apply_at(&mut penalized, node, penalties)?;
+        cuts::apply_at_with(&mut penalized, node, penalties, self.rank_pool.as_deref())?;
         Ok(node
             .clone()
             .with_shadow(Arc::new(penalized), &mut self.scratch))
@@ -1433,10 +1467,7 @@ mod tests {
         let mut scratch = Scratch::default();
         // S = {10, 15}, T = {2, 5}: the one bijection (10, 2), (15, 5) is acyclic (5 | 10,
         // 2 does not divide 15), so not a cluster of the whole graph...
-        let cut = Cut {
-            numbers: vec![10, 15],
-            factors: vec![2, 5],
-        };
+        let cut = Cut::cluster(vec![10, 15], vec![2, 5]);
         let root = Matching::new(&g, &[(29, 1)], &mut scratch);
         assert!(!cut.is_cluster(&g) && !cut.is_cluster_at(&g, &root));
         // ...but with (6, 3) fixed it closes a cycle: 2 | 6 puts (10, 2) before (6, 3),
@@ -1449,10 +1480,7 @@ mod tests {
         // S = {6, 10}, T = {2, 3}: the bijections (6, 3), (10, 2) (acyclic: 2 | 6 only) and
         // (6, 2), (10, ?) (10 / 3 is not whole): no cluster; with the edge (6, 3) excluded
         // no bijection is left, and the empty set of them has no acyclic member.
-        let two = Cut {
-            numbers: vec![6, 10],
-            factors: vec![2, 3],
-        };
+        let two = Cut::cluster(vec![6, 10], vec![2, 3]);
         assert!(!two.is_cluster_at(&g, &root));
         let mut excluded = root.clone();
         excluded.exclude(&g, 6, 3, &mut scratch);
@@ -1888,6 +1916,47 @@ mod tests {
                 let leaf = plain.node_at(&path).unwrap();
                 proptest::prop_assert_eq!(order_pairing(n, &leaf.pairs()), Some(moves));
             }
+        }
+    }
+
+    /// Rank cuts ([`Searcher::set_rank_pool`]) only prune too: from bars below the optimum
+    /// the search with node cuts and the pool finds it, evaluates only nodes of the plain
+    /// tree, and each game it reports is the leaf its path names there.
+    #[test]
+    fn rank_cuts_only_prune() {
+        for (n, offset, below) in [(240u32, 0i64, 60i64), (300, -20, 40), (360, 10, 30)] {
+            let want = Best::optimum(&mut Searcher::new(n));
+            let pool = Arc::new(RankPool::at_root(n, 12));
+            assert!(!pool.cuts().is_empty(), "n = {n}");
+            let mut plain = campaign_searcher(n, want + offset, None);
+            let mut with = campaign_searcher(n, want + offset, Some(0));
+            with.set_warm_lp(true);
+            with.set_side_lp(true);
+            with.set_cut_refresh(Some(0));
+            with.set_rank_pool(Some(Arc::clone(&pool)));
+            let (p, c) = (Trail::new(want - below), Trail::new(want - below));
+            plain.search(&[], None, None, &p).unwrap();
+            with.search(&[], None, None, &c).unwrap();
+            assert_eq!(*c.bar.borrow(), want, "n = {n}");
+            let (p, c, found) = (
+                p.paths.into_inner(),
+                c.paths.into_inner(),
+                c.found.into_inner(),
+            );
+            let mut plain_paths = p.iter();
+            for path in &c {
+                assert!(plain_paths.any(|q| q == path), "n = {n}: {path:?}");
+            }
+            for (path, moves) in found {
+                let leaf = plain.node_at(&path).unwrap();
+                assert_eq!(order_pairing(n, &leaf.pairs()), Some(moves), "n = {n}");
+            }
+            eprintln!(
+                "n = {n}: {} rank cuts, nodes {} -> {}",
+                pool.cuts().len(),
+                p.len(),
+                c.len()
+            );
         }
     }
 }

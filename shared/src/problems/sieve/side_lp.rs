@@ -30,6 +30,10 @@ use std::sync::Arc;
 
 use super::cuts::{Cut, Penalties};
 use super::matching::{Graph, Matching};
+use super::rank_cuts::RankPool;
+
+/// How far a pool cut must be violated to become a row.
+const VIOLATION: f64 = 1e-6;
 
 /// Primal and dual feasibility tolerance.
 const TOL: f64 = 1e-9;
@@ -83,6 +87,8 @@ pub struct SideLp {
     duals: Vec<f64>,
     /// Objective at the optimum.
     value: f64,
+    /// Edge values at the optimum.
+    primal: Vec<f64>,
     /// Pivots since the LP was built, down this path.
     pub pivots: u64,
     /// The search's node count when the LP last took new cuts (how old its cuts are,
@@ -221,6 +227,7 @@ impl SideLp {
             head: (count..count + rows_v).collect(),
             duals: Vec::new(),
             value: 0.0,
+            primal: Vec::new(),
             pivots: 0,
             built_at: 0,
         };
@@ -241,6 +248,16 @@ impl SideLp {
     /// The LP's optimum.
     pub fn value(&self) -> f64 {
         self.value
+    }
+
+    /// The cuts of `pool` that hold at `node`, are not rows yet and that the LP's optimum
+    /// violates, most violated first, at most `limit` of them.
+    pub fn violated(&self, node: &Matching, pool: &RankPool, limit: usize) -> Vec<Cut> {
+        pool.violated_at(node, &self.primal, VIOLATION)
+            .into_iter()
+            .filter(|c| !self.shape.cuts.contains(c))
+            .take(limit)
+            .collect()
     }
 
     /// The cuts of the LP that are clusters at `node` (their members all free).
@@ -405,12 +422,15 @@ impl SideLp {
                 }
                 let costs: Vec<f64> = self.head.iter().map(|&j| self.cost(j)).collect();
                 self.duals = self.btran(&inv, &costs);
-                self.value = (0..self.edge_count())
+                self.primal = (0..self.edge_count())
                     .map(|j| match self.at[j] {
-                        At::Upper => self.upper[j] * self.cost(j),
-                        At::Basic => x_b[inv.factor.pos[j]] * self.cost(j),
+                        At::Upper => self.upper[j],
+                        At::Basic => x_b[inv.factor.pos[j]],
                         At::Lower => 0.0,
                     })
+                    .collect();
+                self.value = (0..self.edge_count())
+                    .map(|j| self.primal[j] * self.cost(j))
                     .sum();
                 return true;
             };
@@ -502,12 +522,7 @@ impl SideLp {
     /// upper bounds.
     fn basic_values(&self, inv: &Inverse) -> Vec<f64> {
         let mut rv_rhs = self.rhs_v.clone();
-        let mut rc_rhs: Vec<f64> = self
-            .shape
-            .cuts
-            .iter()
-            .map(|c| (c.numbers.len() - 1) as f64)
-            .collect();
+        let mut rc_rhs: Vec<f64> = self.shape.cuts.iter().map(|c| c.most as f64).collect();
         for j in 0..self.edge_count() {
             if self.at[j] == At::Upper && self.upper[j] > 0.0 {
                 let col = self.column(j);

@@ -1,0 +1,338 @@
+//! Rank cuts: a family of cuts stronger than clusters, proven once per N and then shared by
+//! every node of every unit.
+//!
+//! # The cuts
+//!
+//! For disjoint sets S of numbers and T of factors, a game's pairs from S into T share no
+//! number, and together they are acyclic. So a game has at most r(S, T) edges from S into
+//! T, where r(S, T), the *rank*, is the size of the largest acyclic assignment of numbers of
+//! S to distinct factors of T along edges (with the root's fixed pair). A cluster is the
+//! case |S| = |T|, r = |S| - 1. The union of two clusters has rank at most |S| - 2 when
+//! the two stay disjoint, and often exactly that, but its cut also covers the edges
+//! *between* the two (from one's numbers into the other's factors), which the two cluster
+//! cuts leave free: measured at N = 741 and 785, such unions lower the root's cut LP by
+//! about 30% of its gap to the optimum (BENCHMARKS.md "Rank cuts at the root").
+//!
+//! # Proven once
+//!
+//! A rank is found by a search over assignments ([`rank_of`]) that allows d = 0, 1, 2, ...
+//! numbers to go unassigned: the first d with an acyclic assignment gives r = |S| - d. That
+//! search is far too slow to repeat at every node (tens of milliseconds a cut), so
+//! [`RankPool::unions`] proves each cut once, for the whole graph with the root's fixed
+//! pair, and a node uses a cut only as a member of the pool that proved it: every game of
+//! every node is a game of the root, so the cut holds for it. A node uses a cut only while
+//! none of its numbers and factors is fixed there (then all of a game's edges from S into T
+//! are live edges of the node).
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+use rayon::prelude::*;
+
+use super::cuts::Cut;
+use super::matching::{Graph, Matching, Scratch};
+use super::regions::is_acyclic;
+
+/// Rounds of cluster finding at the root ([`RankPool::at_root`]).
+const ROOT_ROUNDS: usize = 40;
+
+/// Steps a rank search may take before it gives up (the cut is then not kept).
+const RANK_BUDGET: u64 = 2_000_000;
+
+/// The rank cuts proven for one N (module docs).
+#[derive(Debug, Default)]
+pub struct RankPool {
+    cuts: Vec<Cut>,
+    /// Each cut's edges as indices of [`edge_index`].
+    edge_ids: Vec<Vec<u32>>,
+    /// How many edges [`edge_index`] numbers.
+    edge_count: usize,
+    proven: HashSet<Cut>,
+}
+
+/// The graph's edges (big, small) numbered by increasing big, then in the graph's order: the
+/// numbering of the side LP's columns.
+pub fn edge_index(g: &Graph) -> HashMap<(u32, u32), u32> {
+    let mut index = HashMap::new();
+    for big in 2..=g.n() {
+        for e in g.edges(big).iter().filter(|e| e.big == big) {
+            let next = index.len() as u32;
+            index.insert((big, e.other), next);
+        }
+    }
+    index
+}
+
+impl RankPool {
+    /// [`RankPool::unions`] of the clusters the root's cut rounds find for N = `n` (with the
+    /// search's root pair fixed).
+    pub fn at_root(n: u32, max_union: usize) -> Self {
+        let g = Graph::new(n);
+        let root = super::search::Searcher::root_pairs(n);
+        let node = Matching::new(&g, &root, &mut Scratch::default());
+        let (_, _, clusters) = super::cuts::derive_all_at(&g, &node, Vec::new(), ROOT_ROUNDS);
+        Self::unions(&g, &root, &clusters, max_union)
+    }
+
+    /// The unions of every two of `clusters` (clusters of `g`'s whole graph) that stay
+    /// disjoint and have at most `max_union` numbers, each with its rank, kept when the
+    /// rank is at least 2 below |S| (else the two cluster cuts say as much). `fixed`: the
+    /// root's fixed pairs. The ranks are searched in parallel on the current rayon pool.
+    pub fn unions(g: &Graph, fixed: &[(u32, u32)], clusters: &[Cut], max_union: usize) -> Self {
+        let mut candidates: BTreeSet<(Vec<u32>, Vec<u32>)> = BTreeSet::new();
+        for (i, a) in clusters.iter().enumerate() {
+            for b in &clusters[i + 1..] {
+                let s: BTreeSet<u32> = a.numbers.iter().chain(&b.numbers).copied().collect();
+                let t: BTreeSet<u32> = a.factors.iter().chain(&b.factors).copied().collect();
+                if s.len() <= max_union && s.is_disjoint(&t) {
+                    candidates.insert((s.into_iter().collect(), t.into_iter().collect()));
+                }
+            }
+        }
+        let candidates: Vec<(Vec<u32>, Vec<u32>)> = candidates.into_iter().collect();
+        let cuts: Vec<Cut> = candidates
+            .into_par_iter()
+            .filter_map(|(s, t)| {
+                let most = rank_of(g, &s, &t, fixed, RANK_BUDGET)?;
+                (most + 2 <= s.len().min(t.len())).then_some(Cut {
+                    numbers: s,
+                    factors: t,
+                    most,
+                })
+            })
+            .collect();
+        Self::from_proven(g, cuts)
+    }
+
+    /// A pool of cuts whose bounds the caller has proven (each `most` at least the rank).
+    fn from_proven(g: &Graph, cuts: Vec<Cut>) -> Self {
+        let index = edge_index(g);
+        let edge_ids = cuts
+            .iter()
+            .map(|c| c.edges(g).iter().map(|e| index[e]).collect())
+            .collect();
+        let proven = cuts.iter().cloned().collect();
+        RankPool {
+            cuts,
+            edge_ids,
+            edge_count: index.len(),
+            proven,
+        }
+    }
+
+    /// The pool's cuts.
+    pub fn cuts(&self) -> &[Cut] {
+        &self.cuts
+    }
+
+    /// True when the pool proved `cut`.
+    pub fn contains(&self, cut: &Cut) -> bool {
+        self.proven.contains(cut)
+    }
+
+    /// True when `cut` holds for every game of `node`: it is in the pool and none of its
+    /// numbers and factors is fixed at the node.
+    pub fn holds_at(&self, cut: &Cut, node: &Matching) -> bool {
+        self.contains(cut)
+            && cut
+                .numbers
+                .iter()
+                .chain(&cut.factors)
+                .all(|&v| !node.is_fixed(v))
+    }
+
+    /// The pool's cuts that hold at `node` and that the edge values `x` (by [`edge_index`])
+    /// violate by more than `tolerance`, most violated first.
+    pub fn violated_at(&self, node: &Matching, x: &[f64], tolerance: f64) -> Vec<Cut> {
+        if x.len() != self.edge_count {
+            // Values of another graph: nothing to compare.
+            return Vec::new();
+        }
+        let mut found: Vec<(f64, &Cut)> = self
+            .cuts
+            .iter()
+            .zip(&self.edge_ids)
+            .filter_map(|(c, ids)| {
+                let load: f64 = ids.iter().map(|&i| x[i as usize]).sum();
+                let excess = load - c.most as f64;
+                (excess > tolerance && self.holds_at(c, node)).then_some((excess, c))
+            })
+            .collect();
+        found.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1)));
+        found.into_iter().map(|(_, c)| c.clone()).collect()
+    }
+}
+
+/// The rank r(S, T) (module docs) with `fixed` pairs first, or `None` past `budget` steps.
+pub fn rank_of(
+    g: &Graph,
+    s: &[u32],
+    t: &[u32],
+    fixed: &[(u32, u32)],
+    budget: u64,
+) -> Option<usize> {
+    let options: Vec<Vec<(u32, u32)>> = s
+        .iter()
+        .map(|&k| {
+            t.iter()
+                .filter(|&&b| g.bit_of(k, b).is_some())
+                .map(|&b| (k, b))
+                .collect()
+        })
+        .collect();
+    let most = s.len().min(t.len());
+    let mut search = RankSearch {
+        options: &options,
+        chosen: fixed.to_vec(),
+        fixed: fixed.len(),
+        colour: Vec::new(),
+        steps: 0,
+        budget,
+    };
+    if !is_acyclic(&search.chosen, 0, &mut search.colour) {
+        // No game holds the fixed pairs: every bound holds vacuously, 0 included.
+        return Some(0);
+    }
+    for skips in (s.len() - most)..=s.len() {
+        if search.fits(0, skips)? {
+            return Some(s.len() - skips);
+        }
+    }
+    Some(0)
+}
+
+/// The depth-first search of [`rank_of`].
+struct RankSearch<'a> {
+    options: &'a [Vec<(u32, u32)>],
+    chosen: Vec<(u32, u32)>,
+    fixed: usize,
+    colour: Vec<u8>,
+    steps: u64,
+    budget: u64,
+}
+
+impl RankSearch<'_> {
+    /// Whether the numbers from `at` on can be assigned acyclically with at most `skips`
+    /// of them left out (`None` past the budget).
+    fn fits(&mut self, at: usize, skips: usize) -> Option<bool> {
+        self.steps += 1;
+        if self.steps > self.budget {
+            return None;
+        }
+        if at == self.options.len() {
+            return Some(true);
+        }
+        for &(a, b) in &self.options[at] {
+            if self.chosen[self.fixed..].iter().any(|&(_, x)| x == b) {
+                continue;
+            }
+            self.chosen.push((a, b));
+            let found = if is_acyclic(&self.chosen, self.chosen.len() - 1, &mut self.colour) {
+                self.fits(at + 1, skips)?
+            } else {
+                false
+            };
+            self.chosen.pop();
+            if found {
+                return Some(true);
+            }
+        }
+        if skips > 0 {
+            return self.fits(at + 1, skips - 1);
+        }
+        Some(false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The rank by brute force: every subset of edges from S into T, no two sharing a
+    /// number, acyclic with the fixed pairs.
+    fn rank_by_subsets(g: &Graph, s: &[u32], t: &[u32], fixed: &[(u32, u32)]) -> usize {
+        let edges: Vec<(u32, u32)> = s
+            .iter()
+            .flat_map(|&k| {
+                t.iter()
+                    .filter(move |&&b| g.bit_of(k, b).is_some())
+                    .map(move |&b| (k, b))
+            })
+            .collect();
+        let mut best = 0;
+        for mask in 0u32..(1 << edges.len()) {
+            let chosen: Vec<(u32, u32)> = (0..edges.len())
+                .filter(|i| mask >> i & 1 == 1)
+                .map(|i| edges[i])
+                .collect();
+            let mut numbers: Vec<u32> = chosen.iter().flat_map(|&(a, b)| [a, b]).collect();
+            numbers.sort_unstable();
+            numbers.dedup();
+            if numbers.len() != 2 * chosen.len() || chosen.len() <= best {
+                continue;
+            }
+            let mut all = fixed.to_vec();
+            all.extend(&chosen);
+            if is_acyclic(&all, 0, &mut Vec::new()) {
+                best = chosen.len();
+            }
+        }
+        best
+    }
+
+    #[test]
+    fn ranks_agree_with_trying_every_subset() {
+        let g = Graph::new(60);
+        let fixed = [(59, 1)];
+        // The classic cluster {6, 10, 15} / {2, 3, 5} has rank 2; two disjoint copies of
+        // the pattern (x 7 for the second) and mixed sets besides.
+        let sets: [(&[u32], &[u32]); 5] = [
+            (&[6, 10, 15], &[2, 3, 5]),
+            (&[6, 10, 15, 42], &[2, 3, 5, 14, 21]),
+            (&[12, 20, 30, 45], &[4, 6, 9, 10, 15]),
+            (&[10, 15], &[2, 5]),
+            (&[6, 10, 15, 35, 55], &[2, 3, 5, 7, 11]),
+        ];
+        for (s, t) in sets {
+            let want = rank_by_subsets(&g, s, t, &fixed);
+            assert_eq!(
+                rank_of(&g, s, t, &fixed, u64::MAX),
+                Some(want),
+                "{s:?} {t:?}"
+            );
+        }
+        assert_eq!(
+            rank_of(&g, &[6, 10, 15], &[2, 3, 5], &fixed, u64::MAX),
+            Some(2)
+        );
+    }
+
+    #[test]
+    fn the_pool_keeps_proven_unions_and_no_other_cut_holds() {
+        let n = 200;
+        let g = Graph::new(n);
+        let fixed = [(199, 1)];
+        let node = Matching::new(&g, &fixed, &mut Scratch::default());
+        let (_, _, clusters) = super::super::cuts::derive_all_at(&g, &node, Vec::new(), 40);
+        let pool = RankPool::unions(&g, &fixed, &clusters, 12);
+        assert!(
+            !pool.cuts().is_empty(),
+            "N = 200 has rank cuts (7 measured)"
+        );
+        for cut in pool.cuts() {
+            assert!(cut.most + 2 <= cut.numbers.len());
+            assert_eq!(
+                rank_of(&g, &cut.numbers, &cut.factors, &fixed, u64::MAX),
+                Some(cut.most),
+                "{cut:?}"
+            );
+            assert!(pool.holds_at(cut, &node));
+        }
+        // A cut the pool did not prove does not hold, whatever its bound.
+        let stranger = Cut {
+            numbers: vec![6, 10, 15],
+            factors: vec![2, 3, 5],
+            most: 1,
+        };
+        assert!(!pool.holds_at(&stranger, &node));
+    }
+}
