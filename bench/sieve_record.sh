@@ -12,7 +12,7 @@
 #   From N = NODE_CUTS_FROM (default 785, where exact campaigns start using them) on, units
 #   also prune by cut bounds kept warm down their trees (the same tree: a proof journaled
 #   without them is finished with them). Their LPs also take rank cuts (unions of two root
-#   clusters of at most RANK_UNION numbers, default 60, proven once per N; RANK_UNION=0
+#   clusters of at most RANK_UNION numbers, default 30, proven once per N; RANK_UNION=0
 #   turns them off; the same tree).
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 from=${1:?first N}
@@ -43,7 +43,7 @@ if ! flock -n 9; then
 fi
 rm -f "$stop"
 rank_flags=()
-if (( ${RANK_UNION:-60} > 0 )); then rank_flags=(--rank-union "${RANK_UNION:-60}"); fi
+if (( ${RANK_UNION:-30} > 0 )); then rank_flags=(--rank-union "${RANK_UNION:-30}"); fi
 cargo bench -q -p grind-shared --bench sieve -- --threads "$threads" --record "$from" "$to" "$commit" \
   --units "${UNITS:-2048}" --journal "$PWD/records/in-progress" --stop-file "$stop" \
   --node-cuts-from "${NODE_CUTS_FROM:-785}" ${rank_flags[@]+"${rank_flags[@]}"} |

@@ -650,11 +650,11 @@ mod tests {
 
     #[test]
     fn a_rank_cut_applies_only_from_the_pool_that_proved_it() {
-        let n = 240;
+        let n = 400;
         let g = Graph::new(n);
-        let root = [(239, 1)];
+        let root = [(397, 1)];
         let node = Matching::new(&g, &root, &mut Scratch::default());
-        let pool = RankPool::at_root(n, 12);
+        let pool = RankPool::at_root(n, 30);
         let cut = pool.cuts()[0].clone();
         let with = |pool: Option<&RankPool>, cut: &Cut| {
             let penalties = Penalties {

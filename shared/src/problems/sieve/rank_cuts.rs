@@ -11,7 +11,9 @@
 //! the two stay disjoint, and often exactly that, but its cut also covers the edges
 //! *between* the two (from one's numbers into the other's factors), which the two cluster
 //! cuts leave free: measured at N = 741 and 785, such unions lower the root's cut LP by
-//! about 30% of its gap to the optimum (BENCHMARKS.md "Rank cuts at the root").
+//! about 30% of its gap to the optimum (BENCHMARKS.md "Rank cuts at the root"). Only
+//! unions with an edge between their parts are kept: without one, the union's cut is at
+//! best the sum of the parts' (785: 673 such unions of 22,328 with rank |S| - 2).
 //!
 //! # Proven once
 //!
@@ -24,7 +26,7 @@
 //! none of its numbers and factors is fixed there (then all of a game's edges from S into T
 //! are live edges of the node).
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use rayon::prelude::*;
 
@@ -34,6 +36,10 @@ use super::regions::is_acyclic;
 
 /// Rounds of cluster finding at the root ([`RankPool::at_root`]).
 const ROOT_ROUNDS: usize = 40;
+
+/// Most clusters in a union ([`RankPool::unions`]). (Three, at 785 with unions of at
+/// most 30 numbers: the pool had not been built after 16 minutes of both cores.)
+const MAX_CLUSTERS: usize = 2;
 
 /// Steps a rank search may take before it gives up (the cut is then not kept).
 const RANK_BUDGET: u64 = 2_000_000;
@@ -73,27 +79,87 @@ impl RankPool {
         Self::unions(&g, &root, &clusters, max_union)
     }
 
-    /// The unions of every two of `clusters` (clusters of `g`'s whole graph) that stay
-    /// disjoint and have at most `max_union` numbers, each with its rank, kept when the
-    /// rank is at least 2 below |S| (else the two cluster cuts say as much). `fixed`: the
-    /// root's fixed pairs. The ranks are searched in parallel on the current rayon pool.
+    /// The unions of up to [`MAX_CLUSTERS`] of `clusters` (clusters of `g`'s whole graph),
+    /// connected by edges between them, pairwise disjoint (S against T) and of at most
+    /// `max_union` numbers, each with its rank, kept when the rank is at least the number
+    /// of parts below |S| (else the parts' cluster cuts say as much). `fixed`: the root's
+    /// fixed pairs. The ranks are searched in parallel on the current rayon pool; a search
+    /// past its step budget keeps nothing.
     pub fn unions(g: &Graph, fixed: &[(u32, u32)], clusters: &[Cut], max_union: usize) -> Self {
-        let mut candidates: BTreeSet<(Vec<u32>, Vec<u32>)> = BTreeSet::new();
-        for (i, a) in clusters.iter().enumerate() {
-            for b in &clusters[i + 1..] {
-                let s: BTreeSet<u32> = a.numbers.iter().chain(&b.numbers).copied().collect();
-                let t: BTreeSet<u32> = a.factors.iter().chain(&b.factors).copied().collect();
-                if s.len() <= max_union && s.is_disjoint(&t) {
-                    candidates.insert((s.into_iter().collect(), t.into_iter().collect()));
+        // Two clusters are linked when their union stays disjoint (S against T) and some
+        // edge runs between them: without one, the union's cut is at best the sum of theirs.
+        let crossing = |x: &Cut, y: &Cut| {
+            x.numbers
+                .iter()
+                .any(|&k| y.factors.iter().any(|&f| g.bit_of(k, f).is_some()))
+        };
+        let disjoint = |x: &Cut, y: &Cut| {
+            x.numbers.iter().all(|k| !y.factors.contains(k))
+                && y.numbers.iter().all(|k| !x.factors.contains(k))
+        };
+        let linked: Vec<Vec<usize>> = (0..clusters.len())
+            .map(|i| {
+                (0..clusters.len())
+                    .filter(|&j| {
+                        let (a, b) = (&clusters[i], &clusters[j]);
+                        j != i && disjoint(a, b) && (crossing(a, b) || crossing(b, a))
+                    })
+                    .collect()
+            })
+            .collect();
+        // Connected sets of up to MAX_CLUSTERS linked clusters, pairwise disjoint.
+        let mut sets: BTreeSet<Vec<usize>> = BTreeSet::new();
+        let mut layer: BTreeSet<Vec<usize>> = (0..clusters.len()).map(|i| vec![i]).collect();
+        for _ in 1..MAX_CLUSTERS {
+            let mut next = BTreeSet::new();
+            for set in &layer {
+                for &i in set {
+                    for &j in &linked[i] {
+                        if set.contains(&j)
+                            || !set.iter().all(|&m| disjoint(&clusters[m], &clusters[j]))
+                        {
+                            continue;
+                        }
+                        let mut grown = set.clone();
+                        grown.push(j);
+                        grown.sort_unstable();
+                        let size: usize = grown.iter().map(|&m| clusters[m].numbers.len()).sum();
+                        if size <= max_union {
+                            next.insert(grown);
+                        }
+                    }
                 }
             }
+            sets.extend(next.iter().cloned());
+            layer = next;
         }
-        let candidates: Vec<(Vec<u32>, Vec<u32>)> = candidates.into_iter().collect();
+        // Each union once (two sets of clusters can make the same S and T), with its
+        // fewest parts.
+        let mut unions: BTreeMap<(Vec<u32>, Vec<u32>), usize> = BTreeMap::new();
+        for set in sets {
+            let s: BTreeSet<u32> = set
+                .iter()
+                .flat_map(|&m| clusters[m].numbers.iter().copied())
+                .collect();
+            let t: BTreeSet<u32> = set
+                .iter()
+                .flat_map(|&m| clusters[m].factors.iter().copied())
+                .collect();
+            let parts = unions
+                .entry((s.into_iter().collect(), t.into_iter().collect()))
+                .or_insert(set.len());
+            *parts = (*parts).min(set.len());
+        }
+        let candidates: Vec<(Vec<u32>, Vec<u32>, usize)> = unions
+            .into_iter()
+            .map(|((s, t), parts)| (s, t, parts))
+            .collect();
         let cuts: Vec<Cut> = candidates
             .into_par_iter()
-            .filter_map(|(s, t)| {
+            .filter_map(|(s, t, parts)| {
                 let most = rank_of(g, &s, &t, fixed, RANK_BUDGET)?;
-                (most + 2 <= s.len().min(t.len())).then_some(Cut {
+                // The parts' own cuts add up to |S| - parts over fewer edges.
+                (most + parts <= s.len().min(t.len())).then_some(Cut {
                     numbers: s,
                     factors: t,
                     most,
@@ -308,9 +374,9 @@ mod tests {
 
     #[test]
     fn the_pool_keeps_proven_unions_and_no_other_cut_holds() {
-        let n = 200;
+        let n = 400;
         let g = Graph::new(n);
-        let fixed = [(199, 1)];
+        let fixed = [(397, 1)];
         let node = Matching::new(&g, &fixed, &mut Scratch::default());
         let (_, _, clusters) = super::super::cuts::derive_all_at(&g, &node, Vec::new(), 40);
         let pool = RankPool::unions(&g, &fixed, &clusters, 12);
@@ -319,7 +385,7 @@ mod tests {
             "N = 200 has rank cuts (7 measured)"
         );
         for cut in pool.cuts() {
-            assert!(cut.most + 2 <= cut.numbers.len());
+            assert!(cut.most + 2 <= cut.numbers.len() && cut.numbers.len() <= 30);
             assert_eq!(
                 rank_of(&g, &cut.numbers, &cut.factors, &fixed, u64::MAX),
                 Some(cut.most),

@@ -1924,9 +1924,9 @@ mod tests {
     /// tree, and each game it reports is the leaf its path names there.
     #[test]
     fn rank_cuts_only_prune() {
-        for (n, offset, below) in [(240u32, 0i64, 60i64), (300, -20, 40), (360, 10, 30)] {
+        for (n, offset, below) in [(360u32, 10i64, 30i64), (450, -20, 1), (450, 5, 20)] {
             let want = Best::optimum(&mut Searcher::new(n));
-            let pool = Arc::new(RankPool::at_root(n, 12));
+            let pool = Arc::new(RankPool::at_root(n, 30));
             assert!(!pool.cuts().is_empty(), "n = {n}");
             let mut plain = campaign_searcher(n, want + offset, None);
             let mut with = campaign_searcher(n, want + offset, Some(0));

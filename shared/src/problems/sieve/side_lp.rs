@@ -290,10 +290,13 @@ impl SideLp {
 
     /// Appends a row per cut not already a row, its slack basic.
     fn add_cuts(&mut self, g: &Graph, cuts: &[Cut]) {
-        let fresh: Vec<&Cut> = cuts
-            .iter()
-            .filter(|c| !self.shape.cuts.contains(c))
-            .collect();
+        let mut fresh: Vec<&Cut> = Vec::new();
+        for cut in cuts {
+            // Each cut one row: not one already, nor twice in `cuts`.
+            if !self.shape.cuts.contains(cut) && !fresh.contains(&cut) {
+                fresh.push(cut);
+            }
+        }
         if fresh.is_empty() {
             return;
         }
