@@ -79,7 +79,7 @@ impl RankPool {
         Self::unions(&g, &root, &clusters, max_union)
     }
 
-    /// The unions of up to [`MAX_CLUSTERS`] of `clusters` (clusters of `g`'s whole graph),
+    /// The unions of up to `MAX_CLUSTERS` (2) of `clusters` (clusters of `g`'s whole graph),
     /// connected by edges between them, pairwise disjoint (S against T) and of at most
     /// `max_union` numbers, each with its rank, kept when the rank is at least the number
     /// of parts below |S| (else the parts' cluster cuts say as much). `fixed`: the root's

@@ -441,7 +441,7 @@ impl Searcher {
 
     /// Lets the side LP ([`Searcher::set_side_lp`]) take the rank cuts of `pool` (proven for
     /// this N, [`super::rank_cuts`]) that its optimum violates: at each LP built afresh, in
-    /// up to [`RANK_ROUNDS`] rounds, and at each refresh. Like the node cuts they only prune.
+    /// up to `RANK_ROUNDS` (10) rounds, and at each refresh. Like the node cuts they only prune.
     pub fn set_rank_pool(&mut self, pool: Option<Arc<RankPool>>) {
         self.rank_pool = pool;
     }
