@@ -25,104 +25,14 @@ use std::time::Instant;
 
 use grind_shared::problems::sieve::cuts::{self, Cut, DualLp};
 use grind_shared::problems::sieve::matching::{Graph, Matching, Scratch};
-use grind_shared::problems::sieve::regions::is_acyclic;
+use grind_shared::problems::sieve::rank_cuts::rank_of;
 use grind_shared::problems::sieve::search::Searcher;
 use microlp::{ComparisonOp, LinearExpr, OptimizationDirection, Problem};
 
-/// The largest acyclic assignment of `s` into `t` along `g`'s edges, with `fixed` first:
-/// |S| - d for the least number d of skipped numbers that leaves an acyclic assignment,
-/// searched with d = 0, 1, 2, ... (`None` past `budget` steps).
+/// The largest acyclic assignment of `s` into `t` along `g`'s edges, with `fixed` first
+/// (`rank_cuts::rank_of`; past its step budget, the loosest value).
 fn rank(g: &Graph, s: &[u32], t: &[u32], fixed: &[(u32, u32)]) -> usize {
-    rank_within(g, s, t, fixed, 2_000_000).unwrap_or(s.len().min(t.len()))
-}
-
-fn rank_within(
-    g: &Graph,
-    s: &[u32],
-    t: &[u32],
-    fixed: &[(u32, u32)],
-    budget: u64,
-) -> Option<usize> {
-    let options: Vec<Vec<(u32, u32)>> = s
-        .iter()
-        .map(|&k| {
-            t.iter()
-                .filter(|&&b| g.bit_of(k, b).is_some())
-                .map(|&b| (k, b))
-                .collect()
-        })
-        .collect();
-    let most = s.len().min(t.len());
-    let mut steps = 0u64;
-    for skips in (s.len() - most)..=s.len() {
-        let mut chosen = fixed.to_vec();
-        match fits(
-            &options,
-            0,
-            skips,
-            &mut chosen,
-            fixed.len(),
-            &mut Vec::new(),
-            &mut steps,
-            budget,
-        ) {
-            Some(true) => return Some(s.len() - skips),
-            Some(false) => {}
-            None => return None,
-        }
-    }
-    Some(0)
-}
-
-/// Whether the numbers from `at` on can be assigned acyclically with at most `skips` left
-/// out (`None` past the budget).
-#[allow(clippy::too_many_arguments)]
-fn fits(
-    options: &[Vec<(u32, u32)>],
-    at: usize,
-    skips: usize,
-    chosen: &mut Vec<(u32, u32)>,
-    fixed: usize,
-    colour: &mut Vec<u8>,
-    steps: &mut u64,
-    budget: u64,
-) -> Option<bool> {
-    *steps += 1;
-    if *steps > budget {
-        return None;
-    }
-    if at == options.len() {
-        return Some(true);
-    }
-    for &(a, b) in &options[at] {
-        if chosen[fixed..].iter().any(|&(_, x)| x == b) {
-            continue;
-        }
-        chosen.push((a, b));
-        let ok = is_acyclic(chosen, fixed, colour);
-        let found = if ok {
-            fits(options, at + 1, skips, chosen, fixed, colour, steps, budget)?
-        } else {
-            false
-        };
-        chosen.pop();
-        if found {
-            return Some(true);
-        }
-    }
-    if skips > 0 {
-        return fits(
-            options,
-            at + 1,
-            skips - 1,
-            chosen,
-            fixed,
-            colour,
-            steps,
-            budget,
-        );
-    }
-    Some(false)
+    rank_of(g, s, t, fixed, 2_000_000).unwrap_or(s.len().min(t.len()))
 }
 
 /// The cut LP's optimum (floating point) over the root's live graph with `cuts`, each with
