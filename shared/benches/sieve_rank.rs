@@ -19,14 +19,20 @@
 //! Every LP here runs in floating point, as a measurement only: nothing here proves anything.
 //!
 //! `cargo bench -p grind-shared --bench sieve_rank -- N [MAX_UNION] [GAME]` (default 12).
+//!
+//! `cargo bench -p grind-shared --bench sieve_rank -- --pool MAX_UNION N...` instead prints,
+//! for each N, the root's cluster LP and the same LP with the rank pool the records run
+//! proves (`RankPool::at_root`), beside the published optimum: the gaps the search starts
+//! from with and without rank cuts.
 
 use std::collections::{BTreeSet, HashMap};
 use std::time::Instant;
 
 use grind_shared::problems::sieve::cuts::{self, Cut, DualLp};
 use grind_shared::problems::sieve::matching::{Graph, Matching, Scratch};
-use grind_shared::problems::sieve::rank_cuts::rank_of;
+use grind_shared::problems::sieve::rank_cuts::{rank_of, RankPool};
 use grind_shared::problems::sieve::search::Searcher;
+use grind_shared::problems::sieve::table;
 use microlp::{ComparisonOp, LinearExpr, OptimizationDirection, Problem};
 
 /// The largest acyclic assignment of `s` into `t` along `g`'s edges, with `fixed` first
@@ -146,7 +152,43 @@ fn cyclic_components(pairs: &[(u32, u32)]) -> Vec<Vec<(u32, u32)>> {
     out
 }
 
+/// The `--pool` mode (module docs).
+fn pool_gaps(max_union: usize, ns: &[u32]) {
+    let terms = table::read_terms(table::PUBLISHED_TABLE).expect("table");
+    println!("| N | optimum | cluster LP | gap | rank cuts | with them | gap | closed |");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for &n in ns {
+        let g = Graph::new(n);
+        let root = Searcher::root_pairs(n);
+        let node = Matching::new(&g, &root, &mut Scratch::default());
+        let (_, _, clusters) = cuts::derive_all_at(&g, &node, Vec::new(), 40);
+        let base: Vec<(Cut, usize)> = clusters.iter().map(|c| (c.clone(), c.most)).collect();
+        let plain = lp_value(&g, &node, &base);
+        let pool = RankPool::at_root(n, max_union);
+        let mut all = base;
+        all.extend(pool.cuts().iter().map(|c| (c.clone(), c.most)));
+        let ranked = lp_value(&g, &node, &all);
+        let opt = terms[n as usize - 1] as f64;
+        println!(
+            "| {n} | {opt} | {plain:.1} | {:.1} | {} | {ranked:.1} | {:.1} | {:.0}% |",
+            plain - opt,
+            pool.cuts().len(),
+            ranked - opt,
+            100.0 * (plain - ranked) / (plain - opt)
+        );
+    }
+}
+
 fn main() {
+    let all: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(at) = all.iter().position(|a| a == "--pool") {
+        let max_union = all[at + 1].parse().expect("--pool MAX_UNION N...");
+        let ns: Vec<u32> = all[at + 2..]
+            .iter()
+            .filter_map(|a| a.parse().ok())
+            .collect();
+        return pool_gaps(max_union, &ns);
+    }
     let args: Vec<String> = std::env::args()
         .skip(1)
         .filter(|a| !a.starts_with("--"))
