@@ -13,7 +13,9 @@
 #   also prune by cut bounds kept warm down their trees (the same tree: a proof journaled
 #   without them is finished with them). Their LPs also take rank cuts (unions of two root
 #   clusters of at most RANK_UNION numbers, default 30, proven once per N; RANK_UNION=0
-#   turns them off; the same tree).
+#   turns them off; the same tree). With them, branching nodes whose subtree took
+#   LOCAL_RANKS nodes (default 200; empty turns it off) also prove rank cuts of their own
+#   (unions of two tight clusters of their LP, ranked with their fixed pairs; the same tree).
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 from=${1:?first N}
 to=${2:?last N}
@@ -43,7 +45,10 @@ if ! flock -n 9; then
 fi
 rm -f "$stop"
 rank_flags=()
-if (( ${RANK_UNION:-30} > 0 )); then rank_flags=(--rank-union "${RANK_UNION:-30}"); fi
+if (( ${RANK_UNION:-30} > 0 )); then
+  rank_flags=(--rank-union "${RANK_UNION:-30}")
+  if [[ -n ${LOCAL_RANKS-200} ]]; then rank_flags+=(--local-ranks "${LOCAL_RANKS-200}"); fi
+fi
 cargo bench -q -p grind-shared --bench sieve -- --threads "$threads" --record "$from" "$to" "$commit" \
   --units "${UNITS:-2048}" --journal "$PWD/records/in-progress" --stop-file "$stop" \
   --node-cuts-from "${NODE_CUTS_FROM:-785}" ${rank_flags[@]+"${rank_flags[@]}"} |

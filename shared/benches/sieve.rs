@@ -64,7 +64,9 @@
 //! with them); `--node-cuts-after K` derives them only at branching nodes whose subtree
 //! took K nodes (default 0: from each unit's first). `--rank-union K` also lets those LPs
 //! take rank cuts (`sieve::rank_cuts`: unions of two root clusters of at most K numbers,
-//! proven once per N on the run's threads; they only prune, the same tree).
+//! proven once per N on the run's threads; they only prune, the same tree);
+//! `--local-ranks K` with it also proves rank cuts in the tree, at each branching node
+//! whose subtree took K nodes (`Searcher::set_local_ranks`).
 
 use std::process::ExitCode;
 use std::time::Instant;
@@ -138,8 +140,11 @@ fn main() -> ExitCode {
             pool
         });
         let mut total = 0.0;
+        let local_ranks: Option<u64> =
+            flag(&mut args, "--local-ranks").map(|v| v.parse().expect("--local-ranks NODES"));
         for path in paths {
             let mut searcher = sieve.exact_searcher();
+            searcher.set_local_ranks(local_ranks.map(|t| (t, 30)));
             searcher.set_node_cuts(after);
             searcher.set_warm_lp(args.get(at + 4).is_some_and(|a| a == "warm"));
             searcher.set_cut_refresh(refresh);
@@ -155,11 +160,13 @@ fn main() -> ExitCode {
             total += seconds;
             println!(
                 "N = {n} unit {path:?} node cuts after {after:?}, refresh {refresh:?}: {} nodes, \
-                 {} derived, {:?} skipped and refreshed, {:?} warm pivots and edits, {seconds:.1} s",
+                 {} derived, {:?} skipped and refreshed, {:?} warm pivots and edits, {:?} rank \
+                 candidates, cuts and seconds in the tree, {seconds:.1} s",
                 searcher.stats().nodes,
                 searcher.cuts_derived(),
                 searcher.derivations_skipped_and_refreshed(),
                 searcher.warm_work(),
+                searcher.local_rank_work(),
             );
         }
         println!("units searched in {total:.1} s");
@@ -183,6 +190,8 @@ fn main() -> ExitCode {
             flag(&mut args, "--node-cuts-from").map(|n| n.parse().expect("--node-cuts-from N"));
         let rank_union =
             flag(&mut args, "--rank-union").map(|k| k.parse().expect("--rank-union K"));
+        let local_ranks =
+            flag(&mut args, "--local-ranks").map(|k| k.parse().expect("--local-ranks K"));
         let node_cuts_after = flag(&mut args, "--node-cuts-after")
             .map_or(0, |k| k.parse().expect("--node-cuts-after K"));
         return record(&RecordRun {
@@ -197,6 +206,7 @@ fn main() -> ExitCode {
             node_cuts_from,
             node_cuts_after,
             rank_union,
+            local_ranks,
         });
     }
     if let Some(at) = args.iter().position(|a| a == "--check") {
@@ -323,6 +333,8 @@ struct RecordRun {
     /// Rank cuts of unions of at most this many numbers in the node cuts' LPs
     /// (`--rank-union`).
     rank_union: Option<usize>,
+    /// Rank cuts proven in the tree from subtrees of this many nodes (`--local-ranks`).
+    local_ranks: Option<u64>,
 }
 
 /// Proves N = `from..=to` in turn, each on the N before it, and prints one row of
@@ -340,6 +352,7 @@ fn record(run: &RecordRun) -> ExitCode {
         node_cuts_from,
         node_cuts_after,
         rank_union,
+        local_ranks,
     } = *run;
     let stop = stop_file.as_deref().map(|p| move || p.exists());
     let date = today();
@@ -371,6 +384,7 @@ fn record(run: &RecordRun) -> ExitCode {
                     .filter(|&from| n >= from)
                     .map(|_| node_cuts_after),
                 rank_union,
+                local_ranks,
             },
         );
         let proven = match proven {

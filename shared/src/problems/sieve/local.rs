@@ -195,6 +195,10 @@ pub struct ProofOptions<'a> {
     /// clusters of at most this many numbers ([`super::rank_cuts`], proven once for the N
     /// on the proof's threads; they only prune, the same tree). `None`: no rank cuts.
     pub rank_union: Option<usize>,
+    /// With rank cuts, also prove them in the tree, at each branching node whose subtree
+    /// took this many nodes ([`Sieve::with_local_ranks`]; they only prune, the same tree).
+    /// `None`: only the root's.
+    pub local_ranks: Option<u64>,
 }
 
 /// Proves the optimum for 1..=n as `options` say (see [`ProofOptions`]).
@@ -355,6 +359,7 @@ fn prove_from(
         solver,
         node_cuts,
         rank_union,
+        local_ranks,
         ..
     } = *options;
     let sieve = Sieve::from_params(super::SieveParams {
@@ -373,7 +378,11 @@ fn prove_from(
     let sieve = match (rank_union, sieve.node_cuts()) {
         (Some(max_union), Some(_)) => {
             let ranks = pool.install(|| RankPool::at_root(n, max_union));
-            sieve.with_rank_pool(Arc::new(ranks))
+            let sieve = sieve.with_rank_pool(Arc::new(ranks));
+            match local_ranks {
+                Some(after) => sieve.with_local_ranks(after, max_union),
+                None => sieve,
+            }
         }
         _ => sieve,
     };

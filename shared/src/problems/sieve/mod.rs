@@ -276,6 +276,8 @@ pub struct Sieve {
     node_cuts: Option<u64>,
     /// Rank cuts proven for this N, for the node cuts' LPs ([`Sieve::with_rank_pool`]).
     rank_pool: Option<Arc<rank_cuts::RankPool>>,
+    /// Rank cuts also proven in the tree ([`Sieve::with_local_ranks`]).
+    local_ranks: Option<(u64, usize)>,
 }
 
 impl ProblemDef for Sieve {
@@ -327,6 +329,7 @@ impl ProblemDef for Sieve {
             solver: Self::SOLVER_VERSION,
             node_cuts,
             rank_pool: None,
+            local_ranks: None,
         })
     }
 
@@ -445,6 +448,7 @@ impl Sieve {
             searcher.set_side_lp(true);
             searcher.set_cut_refresh(Some(search::CUT_REFRESH_AGE));
             searcher.set_rank_pool(self.rank_pool.clone());
+            searcher.set_local_ranks(self.local_ranks.filter(|_| self.rank_pool.is_some()));
         }
         searcher
     }
@@ -453,6 +457,14 @@ impl Sieve {
     /// for this N, [`rank_cuts::RankPool`]; they only prune, the same tree).
     pub fn with_rank_pool(mut self, pool: Arc<rank_cuts::RankPool>) -> Sieve {
         self.rank_pool = Some(pool);
+        self
+    }
+
+    /// This instance with rank cuts also proven in the tree (with a rank pool): at each
+    /// branching node whose subtree took `after` nodes, of unions of at most `max_union`
+    /// numbers ([`search::Searcher::set_local_ranks`]; they only prune, the same tree).
+    pub fn with_local_ranks(mut self, after: u64, max_union: usize) -> Sieve {
+        self.local_ranks = Some((after, max_union));
         self
     }
 

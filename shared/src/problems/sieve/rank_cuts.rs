@@ -27,6 +27,7 @@
 //! are live edges of the node).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
 
 use rayon::prelude::*;
 
@@ -50,9 +51,11 @@ pub struct RankPool {
     cuts: Vec<Cut>,
     /// Each cut's edges as indices of [`edge_index`].
     edge_ids: Vec<Vec<u32>>,
-    /// How many edges [`edge_index`] numbers.
-    edge_count: usize,
+    /// The numbering of [`edge_index`], shared by the pools grown from one another.
+    index: Arc<HashMap<(u32, u32), u32>>,
     proven: HashSet<Cut>,
+    /// Each cut's S and T.
+    sets: HashSet<(Vec<u32>, Vec<u32>)>,
 }
 
 /// The graph's edges (big, small) numbered by increasing big, then in the graph's order: the
@@ -86,12 +89,90 @@ impl RankPool {
     /// fixed pairs. The ranks are searched in parallel on the current rayon pool; a search
     /// past its step budget keeps nothing.
     pub fn unions(g: &Graph, fixed: &[(u32, u32)], clusters: &[Cut], max_union: usize) -> Self {
+        Self::unions_with(g, fixed, &|_, _| true, clusters, max_union)
+    }
+
+    /// The cuts of `candidates` (sets S and T, each the union of two clusters at `node`)
+    /// whose rank for the games of `node` (its fixed pairs, over its live edges) is at
+    /// least 2 below |S|, each with that rank: they hold in its subtree only. A rank search
+    /// past `budget` steps keeps nothing.
+    pub fn proven_at(
+        g: &Graph,
+        node: &Matching,
+        candidates: &[(Vec<u32>, Vec<u32>)],
+        budget: u64,
+    ) -> Self {
+        let fixed = node.fixed_pairs();
+        let live = |k, b| node.is_live(g, k, b);
+        // In turn: a node's few candidates are not worth waking other threads.
+        let cuts = candidates
+            .iter()
+            .filter_map(|(s, t)| {
+                let most = s.len().min(t.len()).checked_sub(2)?;
+                bounded_by(g, s, t, &fixed, &live, most, budget)?.then(|| Cut {
+                    numbers: s.clone(),
+                    factors: t.clone(),
+                    most,
+                })
+            })
+            .collect();
+        Self::from_proven(g, cuts)
+    }
+
+    /// This pool with `other`'s cuts added.
+    pub fn merged(&self, g: &Graph, other: &RankPool) -> Self {
+        let mut pool = RankPool {
+            cuts: self.cuts.clone(),
+            edge_ids: self.edge_ids.clone(),
+            index: Arc::clone(&self.index),
+            proven: self.proven.clone(),
+            sets: self.sets.clone(),
+        };
+        for c in &other.cuts {
+            pool.push(g, c.clone());
+        }
+        pool
+    }
+
+    /// Adds `cut` (proven by the caller) unless the pool has it.
+    fn push(&mut self, g: &Graph, cut: Cut) {
+        if self.proven.contains(&cut) {
+            return;
+        }
+        self.edge_ids
+            .push(cut.edges(g).iter().map(|e| self.index[e]).collect());
+        self.sets.insert((cut.numbers.clone(), cut.factors.clone()));
+        self.proven.insert(cut.clone());
+        self.cuts.push(cut);
+    }
+
+    /// True when the pool has a cut on the sets S and T (whatever its bound), or was told
+    /// they were tried ([`RankPool::tried`]).
+    pub fn has_sets(&self, s: &[u32], t: &[u32]) -> bool {
+        self.sets.contains(&(s.to_vec(), t.to_vec()))
+    }
+
+    /// Marks the sets of `candidates` as tried: [`RankPool::has_sets`] is then true for them.
+    pub fn tried(&mut self, candidates: Vec<(Vec<u32>, Vec<u32>)>) {
+        self.sets.extend(candidates);
+    }
+
+    /// [`RankPool::unions`] over the edges `live` accepts.
+    fn unions_with(
+        g: &Graph,
+        fixed: &[(u32, u32)],
+        live: &(dyn Fn(u32, u32) -> bool + Sync),
+        clusters: &[Cut],
+        max_union: usize,
+    ) -> Self {
         // Two clusters are linked when their union stays disjoint (S against T) and some
         // edge runs between them: without one, the union's cut is at best the sum of theirs.
         let crossing = |x: &Cut, y: &Cut| {
-            x.numbers
-                .iter()
-                .any(|&k| y.factors.iter().any(|&f| g.bit_of(k, f).is_some()))
+            x.numbers.iter().any(|&k| {
+                y.factors
+                    .iter()
+                    .any(|&f| g.bit_of(k, f).is_some() && live(k, f))
+            })
         };
         let disjoint = |x: &Cut, y: &Cut| {
             x.numbers.iter().all(|k| !y.factors.contains(k))
@@ -154,35 +235,19 @@ impl RankPool {
             .into_iter()
             .map(|((s, t), parts)| (s, t, parts))
             .collect();
-        let cuts: Vec<Cut> = candidates
-            .into_par_iter()
-            .filter_map(|(s, t, parts)| {
-                let most = rank_of(g, &s, &t, fixed, RANK_BUDGET)?;
-                // The parts' own cuts add up to |S| - parts over fewer edges.
-                (most + parts <= s.len().min(t.len())).then_some(Cut {
-                    numbers: s,
-                    factors: t,
-                    most,
-                })
-            })
-            .collect();
-        Self::from_proven(g, cuts)
+        Self::from_proven(g, prove(g, fixed, live, candidates, RANK_BUDGET))
     }
 
     /// A pool of cuts whose bounds the caller has proven (each `most` at least the rank).
     fn from_proven(g: &Graph, cuts: Vec<Cut>) -> Self {
-        let index = edge_index(g);
-        let edge_ids = cuts
-            .iter()
-            .map(|c| c.edges(g).iter().map(|e| index[e]).collect())
-            .collect();
-        let proven = cuts.iter().cloned().collect();
-        RankPool {
-            cuts,
-            edge_ids,
-            edge_count: index.len(),
-            proven,
+        let mut pool = RankPool {
+            index: Arc::new(edge_index(g)),
+            ..RankPool::default()
+        };
+        for cut in cuts {
+            pool.push(g, cut);
         }
+        pool
     }
 
     /// The pool's cuts.
@@ -209,7 +274,7 @@ impl RankPool {
     /// The pool's cuts that hold at `node` and that the edge values `x` (by [`edge_index`])
     /// violate by more than `tolerance`, most violated first.
     pub fn violated_at(&self, node: &Matching, x: &[f64], tolerance: f64) -> Vec<Cut> {
-        if x.len() != self.edge_count {
+        if x.len() != self.index.len() {
             // Values of another graph: nothing to compare.
             return Vec::new();
         }
@@ -228,6 +293,52 @@ impl RankPool {
     }
 }
 
+/// The cuts of `candidates` (S, T and how many clusters they join) whose rank (with `fixed`
+/// first, over the edges `live` accepts) is at least the number of parts below |S| (else
+/// the parts' cluster cuts say as much), searched in parallel on the current rayon pool.
+fn prove(
+    g: &Graph,
+    fixed: &[(u32, u32)],
+    live: &(dyn Fn(u32, u32) -> bool + Sync),
+    candidates: Vec<(Vec<u32>, Vec<u32>, usize)>,
+    budget: u64,
+) -> Vec<Cut> {
+    candidates
+        .into_par_iter()
+        .filter_map(|(s, t, parts)| {
+            let most = rank_with(g, &s, &t, fixed, live, budget)?;
+            (most + parts <= s.len().min(t.len())).then_some(Cut {
+                numbers: s,
+                factors: t,
+                most,
+            })
+        })
+        .collect()
+}
+
+/// Whether the rank r(S, T) (with `fixed` first, over the edges `live` accepts) is at
+/// most `most` (one search: can more than `most` numbers be assigned?), or `None` past
+/// `budget` steps.
+fn bounded_by(
+    g: &Graph,
+    s: &[u32],
+    t: &[u32],
+    fixed: &[(u32, u32)],
+    live: &(dyn Fn(u32, u32) -> bool + Sync),
+    most: usize,
+    budget: u64,
+) -> Option<bool> {
+    let mut search = RankSearch::new(g, s, t, fixed, live, budget);
+    if !is_acyclic(&search.chosen, 0, &mut search.colour) {
+        return Some(true);
+    }
+    if most >= s.len() {
+        return Some(true);
+    }
+    // More than `most` assigned: at most |S| - most - 1 left out.
+    Some(!search.fits(0, s.len() - most - 1)?)
+}
+
 /// The rank r(S, T) (module docs) with `fixed` pairs first, or `None` past `budget` steps.
 pub fn rank_of(
     g: &Graph,
@@ -236,24 +347,20 @@ pub fn rank_of(
     fixed: &[(u32, u32)],
     budget: u64,
 ) -> Option<usize> {
-    let options: Vec<Vec<(u32, u32)>> = s
-        .iter()
-        .map(|&k| {
-            t.iter()
-                .filter(|&&b| g.bit_of(k, b).is_some())
-                .map(|&b| (k, b))
-                .collect()
-        })
-        .collect();
+    rank_with(g, s, t, fixed, &|_, _| true, budget)
+}
+
+/// [`rank_of`] over the edges `live` accepts only.
+fn rank_with(
+    g: &Graph,
+    s: &[u32],
+    t: &[u32],
+    fixed: &[(u32, u32)],
+    live: &(dyn Fn(u32, u32) -> bool + Sync),
+    budget: u64,
+) -> Option<usize> {
     let most = s.len().min(t.len());
-    let mut search = RankSearch {
-        options: &options,
-        chosen: fixed.to_vec(),
-        fixed: fixed.len(),
-        colour: Vec::new(),
-        steps: 0,
-        budget,
-    };
+    let mut search = RankSearch::new(g, s, t, fixed, live, budget);
     if !is_acyclic(&search.chosen, 0, &mut search.colour) {
         // No game holds the fixed pairs: every bound holds vacuously, 0 included.
         return Some(0);
@@ -266,9 +373,51 @@ pub fn rank_of(
     Some(0)
 }
 
+/// The pairs of `fixed` that can lie on a precedence cycle through pairs from S into T
+/// (i -> j when i's factor, above 1, divides j's number): those reached from a factor of T
+/// through fixed pairs and reaching a number of S through fixed pairs. (On such a cycle,
+/// each fixed pair follows a pair into T through fixed pairs only, and leads the same way
+/// to the next pair from S.) The others cannot close a cycle, so the search leaves them out.
+fn relevant_fixed(fixed: &[(u32, u32)], s: &[u32], t: &[u32]) -> Vec<(u32, u32)> {
+    let precedes = |b: u32, k: u32| b > 1 && k.is_multiple_of(b);
+    let closure = |mut marked: Vec<bool>, step: &dyn Fn(usize, usize) -> bool| {
+        let mut changed = true;
+        while changed {
+            changed = false;
+            for j in 0..fixed.len() {
+                if !marked[j] && (0..fixed.len()).any(|i| marked[i] && step(i, j)) {
+                    marked[j] = true;
+                    changed = true;
+                }
+            }
+        }
+        marked
+    };
+    let reached = closure(
+        fixed
+            .iter()
+            .map(|&(k, _)| t.iter().any(|&b| precedes(b, k)))
+            .collect(),
+        &|i, j| precedes(fixed[i].1, fixed[j].0),
+    );
+    let reaching = closure(
+        fixed
+            .iter()
+            .map(|&(_, b)| s.iter().any(|&k| precedes(b, k)))
+            .collect(),
+        &|i, j| precedes(fixed[j].1, fixed[i].0),
+    );
+    fixed
+        .iter()
+        .zip(reached.iter().zip(&reaching))
+        .filter(|(_, (&a, &b))| a && b)
+        .map(|(&p, _)| p)
+        .collect()
+}
+
 /// The depth-first search of [`rank_of`].
-struct RankSearch<'a> {
-    options: &'a [Vec<(u32, u32)>],
+struct RankSearch {
+    options: Vec<Vec<(u32, u32)>>,
     chosen: Vec<(u32, u32)>,
     fixed: usize,
     colour: Vec<u8>,
@@ -276,7 +425,36 @@ struct RankSearch<'a> {
     budget: u64,
 }
 
-impl RankSearch<'_> {
+impl RankSearch {
+    /// The search for assignments of `s` into `t` along the edges `live` accepts.
+    fn new(
+        g: &Graph,
+        s: &[u32],
+        t: &[u32],
+        fixed: &[(u32, u32)],
+        live: &(dyn Fn(u32, u32) -> bool + Sync),
+        budget: u64,
+    ) -> Self {
+        let options = s
+            .iter()
+            .map(|&k| {
+                t.iter()
+                    .filter(|&&b| g.bit_of(k, b).is_some() && live(k, b))
+                    .map(|&b| (k, b))
+                    .collect()
+            })
+            .collect();
+        let fixed = relevant_fixed(fixed, s, t);
+        RankSearch {
+            options,
+            fixed: fixed.len(),
+            chosen: fixed,
+            colour: Vec::new(),
+            steps: 0,
+            budget,
+        }
+    }
+
     /// Whether the numbers from `at` on can be assigned acyclically with at most `skips`
     /// of them left out (`None` past the budget).
     fn fits(&mut self, at: usize, skips: usize) -> Option<bool> {
@@ -287,7 +465,8 @@ impl RankSearch<'_> {
         if at == self.options.len() {
             return Some(true);
         }
-        for &(a, b) in &self.options[at] {
+        for i in 0..self.options[at].len() {
+            let (a, b) = self.options[at][i];
             if self.chosen[self.fixed..].iter().any(|&(_, x)| x == b) {
                 continue;
             }
@@ -313,14 +492,20 @@ impl RankSearch<'_> {
 mod tests {
     use super::*;
 
-    /// The rank by brute force: every subset of edges from S into T, no two sharing a
-    /// number, acyclic with the fixed pairs.
-    fn rank_by_subsets(g: &Graph, s: &[u32], t: &[u32], fixed: &[(u32, u32)]) -> usize {
+    /// The rank by brute force: every subset of edges from S into T (that `live` accepts),
+    /// no two sharing a number, acyclic with the fixed pairs (all of them).
+    fn rank_by_subsets(
+        g: &Graph,
+        s: &[u32],
+        t: &[u32],
+        fixed: &[(u32, u32)],
+        live: &dyn Fn(u32, u32) -> bool,
+    ) -> usize {
         let edges: Vec<(u32, u32)> = s
             .iter()
             .flat_map(|&k| {
                 t.iter()
-                    .filter(move |&&b| g.bit_of(k, b).is_some())
+                    .filter(move |&&b| g.bit_of(k, b).is_some() && live(k, b))
                     .map(move |&b| (k, b))
             })
             .collect();
@@ -359,7 +544,7 @@ mod tests {
             (&[6, 10, 15, 35, 55], &[2, 3, 5, 7, 11]),
         ];
         for (s, t) in sets {
-            let want = rank_by_subsets(&g, s, t, &fixed);
+            let want = rank_by_subsets(&g, s, t, &fixed, &|_, _| true);
             assert_eq!(
                 rank_of(&g, s, t, &fixed, u64::MAX),
                 Some(want),
@@ -369,6 +554,45 @@ mod tests {
         assert_eq!(
             rank_of(&g, &[6, 10, 15], &[2, 3, 5], &fixed, u64::MAX),
             Some(2)
+        );
+    }
+
+    /// At a node: fixed pairs that close cycles with S and T (and others that cannot),
+    /// some edges dead. The ranks, and the one-search bound of the tree's cuts, agree
+    /// with trying every subset against every fixed pair.
+    #[test]
+    fn ranks_at_a_node_agree_with_trying_every_subset() {
+        let g = Graph::new(90);
+        // Fixed pairs that meet the sets below, and (89, 1), which precedes nothing.
+        let fixed = [(89, 1), (21, 7), (35, 5), (77, 11), (26, 13)];
+        let dead = [(30, 15), (45, 9)];
+        let live = |k: u32, b: u32| !dead.contains(&(k, b));
+        let sets: [(&[u32], &[u32]); 4] = [
+            (&[6, 10, 15], &[2, 3, 5]),
+            (&[12, 20, 30, 45], &[4, 6, 9, 10, 15]),
+            (&[6, 10, 15, 42, 14], &[2, 3, 5, 14, 6]),
+            (&[18, 12, 50, 75], &[6, 9, 25, 4]),
+        ];
+        for (s, t) in sets {
+            let want = rank_by_subsets(&g, s, t, &fixed, &live);
+            assert_eq!(
+                rank_with(&g, s, t, &fixed, &live, u64::MAX),
+                Some(want),
+                "{s:?} {t:?}"
+            );
+            for most in 0..=s.len() {
+                assert_eq!(
+                    bounded_by(&g, s, t, &fixed, &live, most, u64::MAX),
+                    Some(want <= most),
+                    "{s:?} {t:?} at most {most}"
+                );
+            }
+        }
+        // The fixed pairs the search keeps: those that can sit on a cycle with the sets.
+        let kept = relevant_fixed(&fixed, &[6, 10, 15], &[2, 3, 5]);
+        assert!(
+            !kept.contains(&(89, 1)) && kept.contains(&(35, 5)),
+            "{kept:?}"
         );
     }
 

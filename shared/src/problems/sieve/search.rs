@@ -251,6 +251,11 @@ struct Frame {
     lp: Option<Arc<NodeLp>>,
     /// The same LP in its primal form, when [`Searcher::set_side_lp`] asks for it.
     side: Option<Arc<SideLp>>,
+    /// The rank cuts this frame's subtree may use: the searcher's pool, with the cuts of
+    /// the nearest frame above that proved its own added ([`Searcher::set_local_ranks`]).
+    ranks: Option<Arc<RankPool>>,
+    /// Whether this frame has proved rank cuts of its own (or tried to).
+    ranks_tried: bool,
 }
 
 /// The search over one instance (N). Cheap to clone per unit.
@@ -286,6 +291,12 @@ pub struct Searcher {
     /// Rank cuts proven for this N, joining the side LP where its optimum violates them
     /// ([`Searcher::set_rank_pool`]).
     rank_pool: Option<Arc<RankPool>>,
+    /// Frames prove rank cuts of their own once their subtree takes this many nodes, of
+    /// unions of at most this many numbers ([`Searcher::set_local_ranks`]).
+    local_ranks: Option<(u64, usize)>,
+    /// Rank cuts proven in the tree so far: candidates, cuts, seconds
+    /// ([`Searcher::local_rank_work`]).
+    local_rank_work: (u64, u64, f64),
     /// Pivots and edits of the warm re-optimizations so far.
     warm_work: (u64, u64),
     /// Warm LPs solved afresh with the cuts they missed, once this many nodes old
@@ -339,6 +350,9 @@ const RANK_ROUNDS: usize = 10;
 /// Most rank cuts added to the LP at once.
 const RANK_BATCH: usize = 50;
 
+/// Steps a rank search in the tree may take before it gives up.
+const LOCAL_RANK_BUDGET: u64 = 200_000;
+
 /// Largest prime <= n (n >= 2).
 pub fn largest_prime(n: u32) -> u32 {
     (2..=n)
@@ -373,6 +387,8 @@ impl Searcher {
             warm_lp: false,
             side_lp: false,
             rank_pool: None,
+            local_ranks: None,
+            local_rank_work: (0, 0, 0.0),
             warm_work: (0, 0),
             cut_refresh: None,
             derivations_skipped: 0,
@@ -444,6 +460,24 @@ impl Searcher {
     /// up to `RANK_ROUNDS` (10) rounds, and at each refresh. Like the node cuts they only prune.
     pub fn set_rank_pool(&mut self, pool: Option<Arc<RankPool>>) {
         self.rank_pool = pool;
+    }
+
+    /// Rank cuts proven in the tree: once a branching node's subtree has taken `after`
+    /// nodes, the node ranks the unions of two of its LP's tight clusters that its LP's
+    /// optimum would violate ([`SideLp::linked_tight_pairs`], at most `max_union` numbers;
+    /// with its fixed pairs, over its live edges: [`RankPool::proven_at`]), and keeps those
+    /// whose rank is 2 below |S|. They hold for every game of its remaining children, whose
+    /// LPs take them beside the searcher's pool ([`Searcher::set_rank_pool`], which must be
+    /// set); the unions that failed are not ranked again below it. Like every node cut they
+    /// only prune. `None` (the default): never.
+    pub fn set_local_ranks(&mut self, local: Option<(u64, usize)>) {
+        self.local_ranks = local;
+    }
+
+    /// The rank cuts proven in the tree so far ([`Searcher::set_local_ranks`]): the
+    /// candidates ranked, the cuts kept, the seconds it took.
+    pub fn local_rank_work(&self) -> (u64, u64, f64) {
+        self.local_rank_work
     }
 
     /// Refreshes the warm LP's cuts ([`Searcher::set_warm_lp`]): where a node's warm
@@ -883,6 +917,8 @@ impl Searcher {
                     cuts_derived: false,
                     lp: None,
                     side: None,
+                    ranks: self.rank_pool.clone(),
+                    ranks_tried: false,
                 });
             }
         }
@@ -949,6 +985,10 @@ impl Searcher {
                     let cuts = frames.last().and_then(|f| f.cuts.clone());
                     let lp = frames.last().and_then(|f| f.lp.clone());
                     let side = frames.last().and_then(|f| f.side.clone());
+                    let ranks = match frames.last() {
+                        Some(f) => f.ranks.clone(),
+                        None => self.rank_pool.clone(),
+                    };
                     frames.push(Frame {
                         base: node.clone(),
                         branches,
@@ -963,6 +1003,8 @@ impl Searcher {
                         cuts_derived: false,
                         lp,
                         side,
+                        ranks,
+                        ranks_tried: false,
                     });
                 }
             }
@@ -975,6 +1017,9 @@ impl Searcher {
                 if top.next >= top.end {
                     frames.pop();
                     continue;
+                }
+                if self.local_ranks_due(top) {
+                    self.prove_local_ranks(top);
                 }
                 // A frame under a warm LP re-optimizes it at once (a few pivots); one
                 // without derives from scratch only once its subtree has grown.
@@ -1045,18 +1090,66 @@ impl Searcher {
             cuts::derive_at(&self.graph, &frame.base, seeds, NODE_CUT_ROUNDS).0
         };
         let plain = frame.base.clone();
-        frame.base = self.shaded(&plain, &penalties)?;
+        frame.base = self.shaded(&plain, &penalties, frame.ranks.clone())?;
         let mut penalties = penalties;
         if let Some(fresh) = self.refreshed_lp(frame, best) {
             penalties = fresh.penalties();
             frame.lp = Some(Arc::new(fresh));
-            frame.base = self.shaded(&plain, &penalties)?;
+            frame.base = self.shaded(&plain, &penalties, frame.ranks.clone())?;
         }
         frame.cuts = Some(Arc::new(
             penalties.cuts.into_iter().map(|(c, _)| c).collect(),
         ));
         frame.prepared.clear();
         Ok(())
+    }
+
+    /// Whether `frame` should prove rank cuts of its own now ([`Searcher::set_local_ranks`]).
+    fn local_ranks_due(&self, frame: &Frame) -> bool {
+        let Some((after, _)) = self.local_ranks else {
+            return false;
+        };
+        !frame.ranks_tried
+            && frame.ranks.is_some()
+            && frame.next < frame.end
+            && self.stats.nodes - frame.nodes_before >= after
+    }
+
+    /// Proves rank cuts for `frame`'s base that its LP's optimum violates: unions of two
+    /// tight clusters of the LP with flow between them ([`SideLp::linked_tight_pairs`]),
+    /// ranked with the base's fixed pairs over its live edges ([`RankPool::proven_at`]).
+    /// They join the rank cuts of its subtree, and its LP is derived again to take them.
+    fn prove_local_ranks(&mut self, frame: &mut Frame) {
+        frame.ranks_tried = true;
+        let (Some((_, max_union)), Some(ranks), Some(lp)) = (
+            self.local_ranks,
+            frame.ranks.as_deref(),
+            frame.side.as_deref(),
+        ) else {
+            return;
+        };
+        let candidates: Vec<(Vec<u32>, Vec<u32>)> = lp
+            .linked_tight_pairs(&frame.base, max_union)
+            .into_iter()
+            .filter(|(s, t)| !ranks.has_sets(s, t))
+            .collect();
+        if candidates.is_empty() {
+            return;
+        }
+        let start = std::time::Instant::now();
+        self.local_rank_work.0 += candidates.len() as u64;
+        let here = RankPool::proven_at(&self.graph, &frame.base, &candidates, LOCAL_RANK_BUDGET);
+        self.local_rank_work.1 += here.cuts().len() as u64;
+        self.local_rank_work.2 += start.elapsed().as_secs_f64();
+        // The candidates that failed are not ranked again below (their rank could be lower
+        // there: those cuts are given up).
+        let mut grown = ranks.merged(&self.graph, &here);
+        grown.tried(candidates);
+        frame.ranks = Some(Arc::new(grown));
+        if here.cuts().is_empty() {
+            return;
+        }
+        frame.cuts_derived = false;
     }
 
     /// [`Searcher::derive_cuts`] with the primal LP of [`super::side_lp`].
@@ -1070,7 +1163,7 @@ impl Searcher {
                     cuts::derive_all_at(&self.graph, &frame.base, Vec::new(), WARM_LP_ROUNDS);
                 SideLp::build(&self.graph, &frame.base, &pool).map(|mut lp| {
                     for _ in 0..RANK_ROUNDS {
-                        let Some(ranks) = self.rank_pool.as_deref() else {
+                        let Some(ranks) = frame.ranks.as_deref() else {
                             break;
                         };
                         let violated = lp.violated(&frame.base, ranks, RANK_BATCH);
@@ -1093,7 +1186,7 @@ impl Searcher {
         };
         let plain = frame.base.clone();
         let mut penalties = lp.penalties(&frame.base);
-        frame.base = self.shaded(&plain, &penalties)?;
+        frame.base = self.shaded(&plain, &penalties, frame.ranks.clone())?;
         let due = self.cut_refresh.is_some_and(|age| {
             best.is_some_and(|b| frame.base.bound() > b) && self.stats.nodes >= lp.built_at + age
         });
@@ -1106,7 +1199,7 @@ impl Searcher {
                 .into_iter()
                 .filter(|c| !known.contains(c))
                 .collect();
-            if let Some(ranks) = self.rank_pool.as_deref() {
+            if let Some(ranks) = frame.ranks.as_deref() {
                 missed.extend(lp.violated(&frame.base, ranks, RANK_BATCH));
             }
             if !missed.is_empty() {
@@ -1116,7 +1209,7 @@ impl Searcher {
                     fresh.built_at = self.stats.nodes;
                     lp = fresh;
                     penalties = lp.penalties(&frame.base);
-                    frame.base = self.shaded(&plain, &penalties)?;
+                    frame.base = self.shaded(&plain, &penalties, frame.ranks.clone())?;
                 }
             }
         }
@@ -1126,9 +1219,14 @@ impl Searcher {
     }
 
     /// `node` with the shadow of `penalties` (each checked a cluster at the node).
-    fn shaded(&mut self, node: &Matching, penalties: &Penalties) -> Result<Matching, String> {
+    fn shaded(
+        &mut self,
+        node: &Matching,
+        penalties: &Penalties,
+        ranks: Option<Arc<RankPool>>,
+    ) -> Result<Matching, String> {
         let mut penalized = Graph::new(self.n());
-        cuts::apply_at_with(&mut penalized, node, penalties, self.rank_pool.as_deref())?;
+        cuts::apply_at_with(&mut penalized, node, penalties, ranks.as_deref())?;
         Ok(node
             .clone()
             .with_shadow(Arc::new(penalized), &mut self.scratch))
@@ -1919,44 +2017,50 @@ mod tests {
         }
     }
 
-    /// Rank cuts ([`Searcher::set_rank_pool`]) only prune too: from bars below the optimum
-    /// the search with node cuts and the pool finds it, evaluates only nodes of the plain
-    /// tree, and each game it reports is the leaf its path names there.
+    /// Rank cuts ([`Searcher::set_rank_pool`]), also those proven in the tree
+    /// ([`Searcher::set_local_ranks`]), only prune too: from bars below the optimum the
+    /// search with node cuts and the pool finds it, evaluates only nodes of the plain tree,
+    /// and each game it reports is the leaf its path names there.
     #[test]
     fn rank_cuts_only_prune() {
+        let mut proven_in_tree = 0;
         for (n, offset, below) in [(360u32, 10i64, 30i64), (450, -20, 1), (450, 5, 20)] {
             let want = Best::optimum(&mut Searcher::new(n));
             let pool = Arc::new(RankPool::at_root(n, 30));
             assert!(!pool.cuts().is_empty(), "n = {n}");
             let mut plain = campaign_searcher(n, want + offset, None);
-            let mut with = campaign_searcher(n, want + offset, Some(0));
-            with.set_warm_lp(true);
-            with.set_side_lp(true);
-            with.set_cut_refresh(Some(0));
-            with.set_rank_pool(Some(Arc::clone(&pool)));
-            let (p, c) = (Trail::new(want - below), Trail::new(want - below));
+            let p = Trail::new(want - below);
             plain.search(&[], None, None, &p).unwrap();
-            with.search(&[], None, None, &c).unwrap();
-            assert_eq!(*c.bar.borrow(), want, "n = {n}");
-            let (p, c, found) = (
-                p.paths.into_inner(),
-                c.paths.into_inner(),
-                c.found.into_inner(),
-            );
-            let mut plain_paths = p.iter();
-            for path in &c {
-                assert!(plain_paths.any(|q| q == path), "n = {n}: {path:?}");
+            let p = p.paths.into_inner();
+            for local in [None, Some((0, 30))] {
+                let mut with = campaign_searcher(n, want + offset, Some(0));
+                with.set_warm_lp(true);
+                with.set_side_lp(true);
+                with.set_cut_refresh(Some(0));
+                with.set_rank_pool(Some(Arc::clone(&pool)));
+                with.set_local_ranks(local);
+                let c = Trail::new(want - below);
+                with.search(&[], None, None, &c).unwrap();
+                assert_eq!(*c.bar.borrow(), want, "n = {n}");
+                let (c, found) = (c.paths.into_inner(), c.found.into_inner());
+                let mut plain_paths = p.iter();
+                for path in &c {
+                    assert!(plain_paths.any(|q| q == path), "n = {n}: {path:?}");
+                }
+                for (path, moves) in found {
+                    let leaf = plain.node_at(&path).unwrap();
+                    assert_eq!(order_pairing(n, &leaf.pairs()), Some(moves), "n = {n}");
+                }
+                proven_in_tree += with.local_rank_work().1;
+                eprintln!(
+                    "n = {n}: {} rank cuts, {} proven in the tree, nodes {} -> {}",
+                    pool.cuts().len(),
+                    with.local_rank_work().1,
+                    p.len(),
+                    c.len()
+                );
             }
-            for (path, moves) in found {
-                let leaf = plain.node_at(&path).unwrap();
-                assert_eq!(order_pairing(n, &leaf.pairs()), Some(moves), "n = {n}");
-            }
-            eprintln!(
-                "n = {n}: {} rank cuts, nodes {} -> {}",
-                pool.cuts().len(),
-                p.len(),
-                c.len()
-            );
         }
+        assert!(proven_in_tree > 0, "some frame proved rank cuts of its own");
     }
 }

@@ -264,6 +264,70 @@ impl SideLp {
             .collect()
     }
 
+    /// Unions of two of the LP's clusters that its optimum would violate with a bound 2
+    /// below |S| (S and T, sorted): both clusters free at `node` and tight, disjoint (S
+    /// against T), of at most `max_union` numbers, with flow on an edge between them; the
+    /// most flow between them first.
+    /// Candidates for rank cuts proven at the node ([`RankPool::proven_at`]).
+    pub fn linked_tight_pairs(
+        &self,
+        node: &Matching,
+        max_union: usize,
+    ) -> Vec<(Vec<u32>, Vec<u32>)> {
+        let tight: Vec<&Cut> = self
+            .shape
+            .cuts
+            .iter()
+            .zip(&self.shape.cut_edges)
+            .filter(|(c, edges)| {
+                let load: f64 = edges.iter().map(|&e| self.primal[e as usize]).sum();
+                c.is_cluster_shaped() && load >= c.most as f64 - 1e-6 && members_free(c, node)
+            })
+            .map(|(c, _)| c)
+            .collect();
+        let flow = |x: &Cut, y: &Cut| -> f64 {
+            x.numbers
+                .iter()
+                .flat_map(|&k| y.factors.iter().map(move |&f| (k, f)))
+                .filter_map(|e| self.shape.index.get(&e))
+                .map(|&e| self.primal[e as usize])
+                .sum()
+        };
+        let disjoint = |x: &Cut, y: &Cut| {
+            x.numbers.iter().all(|k| !y.factors.contains(k))
+                && y.numbers.iter().all(|k| !x.factors.contains(k))
+        };
+        let mut pairs = Vec::new();
+        for (i, a) in tight.iter().enumerate() {
+            for b in &tight[i + 1..] {
+                if a.numbers.len() + b.numbers.len() > max_union || !disjoint(a, b) {
+                    continue;
+                }
+                let between = flow(a, b) + flow(b, a);
+                if between <= VIOLATION {
+                    continue;
+                }
+                let mut s: Vec<u32> = a.numbers.iter().chain(&b.numbers).copied().collect();
+                let mut t: Vec<u32> = a.factors.iter().chain(&b.factors).copied().collect();
+                s.sort_unstable();
+                s.dedup();
+                t.sort_unstable();
+                t.dedup();
+                pairs.push((between, s, t));
+            }
+        }
+        pairs.sort_by(|x, y| {
+            y.0.total_cmp(&x.0)
+                .then_with(|| (&x.1, &x.2).cmp(&(&y.1, &y.2)))
+        });
+        let mut seen = std::collections::HashSet::new();
+        pairs
+            .into_iter()
+            .filter(|(_, s, t)| seen.insert((s.clone(), t.clone())))
+            .map(|(_, s, t)| (s, t))
+            .collect()
+    }
+
     /// The cuts of the LP that are clusters at `node` (their members all free).
     pub fn cuts_at(&self, node: &Matching) -> Vec<Cut> {
         self.shape
