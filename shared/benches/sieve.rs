@@ -66,7 +66,9 @@
 //! take rank cuts (`sieve::rank_cuts`: unions of two root clusters of at most K numbers,
 //! proven once per N on the run's threads; they only prune, the same tree);
 //! `--local-ranks K` with it also proves rank cuts in the tree, at each branching node
-//! whose subtree took K nodes (`Searcher::set_local_ranks`).
+//! whose subtree took K nodes (`Searcher::set_local_ranks`). `--unit-search` also takes
+//! `--shade-scale D`: the node cuts' penalties in 1/D points (`Sieve::with_shade_scale`;
+//! default `sieve::SHADE_SCALE`).
 
 use std::process::ExitCode;
 use std::time::Instant;
@@ -128,6 +130,11 @@ fn main() -> ExitCode {
         let mut sieve = Sieve::from_params(SieveParams::exact(n)).expect("parameters");
         if let Some(version) = solver {
             sieve = sieve.with_solver(version).expect("--solver V");
+        }
+        if let Some(scale) = flag(&mut args, "--shade-scale") {
+            sieve = sieve
+                .with_shade_scale(scale.parse().expect("--shade-scale D"))
+                .expect("--shade-scale D");
         }
         let pool = rank_union.map(|max_union| {
             let start = Instant::now();

@@ -33,6 +33,9 @@ pub struct Graph {
     adj: Vec<Vec<Edge>>,
     /// Added to every matching's bound ([`Graph::add_offset`]).
     offset: i64,
+    /// Weight units per point: each edge weighs `scale` times its larger end (see
+    /// [`Graph::scaled`]).
+    scale: i32,
 }
 
 /// One edge seen from one of its ends.
@@ -44,13 +47,26 @@ pub struct Edge {
     pub big: u32,
     /// Which prime of `big` the edge divides out (index into its distinct primes).
     pub bit: u8,
-    /// The weight the matching maximises: `big`, less any penalty ([`Graph::penalize`]).
+    /// The weight the matching maximises: `big` (times the graph's scale), less any
+    /// penalty ([`Graph::penalize`]).
     pub weight: i32,
 }
 
 impl Graph {
     /// The graph on 1..=n.
     pub fn new(n: u32) -> Graph {
+        Graph::scaled(n, 1)
+    }
+
+    /// The graph on 1..=n with every weight `scale` times its points: penalties in
+    /// `1/scale` points. A matching of it bounds the games by its bound over `scale`
+    /// (rounded down, [`Matching::bound`] of a shadow on it). `scale` must be at least 1
+    /// and `scale * n` fit an `i32`.
+    pub fn scaled(n: u32, scale: i32) -> Graph {
+        assert!(
+            scale >= 1 && i64::from(scale) * i64::from(n) <= i64::from(i32::MAX),
+            "weight scale {scale} out of range for N = {n}"
+        );
         let size = n as usize + 1;
         let mut primes: Vec<Vec<u32>> = vec![Vec::new(); size];
         for p in 2..size {
@@ -71,13 +87,13 @@ impl Graph {
                     other: small,
                     big,
                     bit: bit as u8,
-                    weight: big as i32,
+                    weight: big as i32 * scale,
                 });
                 adj[small as usize].push(Edge {
                     other: big,
                     big,
                     bit: bit as u8,
-                    weight: big as i32,
+                    weight: big as i32 * scale,
                 });
             }
         }
@@ -86,7 +102,13 @@ impl Graph {
             primes,
             adj,
             offset: 0,
+            scale,
         }
+    }
+
+    /// Weight units per point ([`Graph::scaled`]).
+    pub fn scale(&self) -> i32 {
+        self.scale
     }
 
     /// Lowers the weight of the edge (big, small) by `by` (both directions); false if there
@@ -431,11 +453,17 @@ impl Matching {
     }
 
     /// The node's upper bound: [`Matching::matching_bound`], or the shadow's if smaller (of
-    /// an incomplete matching, the least upper bound its repairs have shown so far).
+    /// an incomplete matching, the least upper bound its repairs have shown so far). A
+    /// shadow on a scaled graph ([`Graph::scaled`]) bounds the games by its bound over the
+    /// scale, rounded down (scores are whole).
     pub fn bound(&self) -> i64 {
         let own = self.matching_bound().min(self.ceiling);
         match &self.shadow {
-            Some(s) => own.min(s.matching.matching_bound()),
+            Some(s) => own.min(
+                s.matching
+                    .matching_bound()
+                    .div_euclid(i64::from(s.graph.scale())),
+            ),
             None => own,
         }
     }
@@ -1062,6 +1090,88 @@ mod tests {
             }
             m2.check(&g).unwrap();
             assert_eq!(m2.bound(), fixed + brute(&g, &alive2, &excluded), "n = {n}");
+        }
+    }
+
+    /// The heaviest matching of `g`'s live edges under `g`'s own (penalized, scaled)
+    /// weights, by exhaustive search, plus its offset.
+    fn brute_weighted(g: &Graph, excluded: &[(u32, u32)]) -> i64 {
+        let mut edges = Vec::new();
+        for big in 2..=g.n() {
+            for &p in g.primes(big) {
+                if !excluded.contains(&(big, big / p)) {
+                    edges.push((big, big / p, i64::from(g.weight(big, big / p))));
+                }
+            }
+        }
+        fn go(edges: &[(u32, u32, i64)], used: &mut Vec<bool>) -> i64 {
+            let Some((&(a, b, w), rest)) = edges.split_first() else {
+                return 0;
+            };
+            let mut best = go(rest, used);
+            if !used[a as usize] && !used[b as usize] {
+                used[a as usize] = true;
+                used[b as usize] = true;
+                best = best.max(w + go(rest, used));
+                used[a as usize] = false;
+                used[b as usize] = false;
+            }
+            best
+        }
+        g.offset + go(&edges, &mut vec![false; g.n() as usize + 1])
+    }
+
+    /// A shadow on a scaled graph bounds the node by its heaviest matching over the scale,
+    /// rounded down, with penalties in fractions of a point; with every penalty a whole
+    /// number of points it bounds it as the unscaled shadow does. Kept in step under
+    /// exclusions.
+    #[test]
+    fn scaled_shadows_bound_in_fractions_of_a_point() {
+        let mut sc = Scratch::default();
+        let scale = 7;
+        let mut seed = 0x9e37_79b9_u64;
+        for n in 6..=16u32 {
+            let g = Graph::new(n);
+            let (mut whole, mut scaled, mut fine) = (
+                Graph::new(n),
+                Graph::scaled(n, scale),
+                Graph::scaled(n, scale),
+            );
+            for big in 2..=n {
+                for &p in g.primes(big) {
+                    seed ^= seed << 13;
+                    seed ^= seed >> 7;
+                    seed ^= seed << 17;
+                    let by = (seed % 4) as i32;
+                    let extra = ((seed >> 8) % scale as u64) as i32;
+                    whole.penalize(big, big / p, by);
+                    scaled.penalize(big, big / p, by * scale);
+                    fine.penalize(big, big / p, by * scale + extra);
+                }
+            }
+            whole.add_offset(3);
+            scaled.add_offset(3 * i64::from(scale));
+            fine.add_offset(3 * i64::from(scale) + 5);
+            let node = Matching::new(&g, &[], &mut sc);
+            let mut a = node.clone().with_shadow(Arc::new(whole), &mut sc);
+            let mut b = node.clone().with_shadow(Arc::new(scaled), &mut sc);
+            let mut c = node.clone().with_shadow(Arc::new(fine), &mut sc);
+            let mut excluded = Vec::new();
+            for (big, small) in node.pairs().into_iter().take(2) {
+                for m in [&mut a, &mut b, &mut c] {
+                    m.exclude(&g, big, small, &mut sc);
+                    m.check(&g).unwrap();
+                }
+                excluded.push((big, small));
+                assert_eq!(a.bound(), b.bound(), "n = {n}");
+                let shadow = brute_weighted(&c.shadow.as_ref().unwrap().graph, &excluded);
+                let own = c.matching_bound();
+                assert_eq!(
+                    c.bound(),
+                    own.min(shadow.div_euclid(i64::from(scale))),
+                    "n = {n}"
+                );
+            }
         }
     }
 

@@ -294,6 +294,9 @@ pub struct Searcher {
     /// Frames prove rank cuts of their own once their subtree takes this many nodes, of
     /// unions of at most this many numbers ([`Searcher::set_local_ranks`]).
     local_ranks: Option<(u64, usize)>,
+    /// Weight units per point of the shadows the side LP's penalties shade
+    /// ([`Searcher::set_shade_scale`]).
+    shade_scale: i32,
     /// Rank cuts proven in the tree so far: candidates, cuts, seconds
     /// ([`Searcher::local_rank_work`]).
     local_rank_work: (u64, u64, f64),
@@ -388,6 +391,7 @@ impl Searcher {
             side_lp: false,
             rank_pool: None,
             local_ranks: None,
+            shade_scale: 1,
             local_rank_work: (0, 0, 0.0),
             warm_work: (0, 0),
             cut_refresh: None,
@@ -472,6 +476,23 @@ impl Searcher {
     /// only prune. `None` (the default): never.
     pub fn set_local_ranks(&mut self, local: Option<(u64, usize)>) {
         self.local_ranks = local;
+    }
+
+    /// Penalties of the side LP ([`Searcher::set_node_cuts`] with the warm LP) in
+    /// `1/scale` points: each cut's penalty is its dual rounded down to a multiple of
+    /// `1/scale` instead of a whole point, and the shadow matching weighs each point
+    /// `scale` times ([`Graph::scaled`]), so the node's cut bound comes within a fraction
+    /// of the LP's optimum instead of up to a point per cut above it. Only prunes. Default
+    /// 1 (whole points). Errors if `scale` is below 1 or `scale * N` overflows a weight.
+    pub fn set_shade_scale(&mut self, scale: i32) -> Result<(), String> {
+        if scale < 1 || i64::from(scale) * i64::from(self.n()) > i64::from(i32::MAX) {
+            return Err(format!(
+                "shade scale {scale} out of range for N = {}",
+                self.n()
+            ));
+        }
+        self.shade_scale = scale;
+        Ok(())
     }
 
     /// The rank cuts proven in the tree so far ([`Searcher::set_local_ranks`]): the
@@ -1090,12 +1111,12 @@ impl Searcher {
             cuts::derive_at(&self.graph, &frame.base, seeds, NODE_CUT_ROUNDS).0
         };
         let plain = frame.base.clone();
-        frame.base = self.shaded(&plain, &penalties, frame.ranks.clone())?;
+        frame.base = self.shaded(&plain, &penalties, frame.ranks.clone(), 1)?;
         let mut penalties = penalties;
         if let Some(fresh) = self.refreshed_lp(frame, best) {
             penalties = fresh.penalties();
             frame.lp = Some(Arc::new(fresh));
-            frame.base = self.shaded(&plain, &penalties, frame.ranks.clone())?;
+            frame.base = self.shaded(&plain, &penalties, frame.ranks.clone(), 1)?;
         }
         frame.cuts = Some(Arc::new(
             penalties.cuts.into_iter().map(|(c, _)| c).collect(),
@@ -1185,8 +1206,9 @@ impl Searcher {
             return Ok(());
         };
         let plain = frame.base.clone();
-        let mut penalties = lp.penalties(&frame.base);
-        frame.base = self.shaded(&plain, &penalties, frame.ranks.clone())?;
+        let scale = self.shade_scale;
+        let mut penalties = lp.penalties(&frame.base, scale);
+        frame.base = self.shaded(&plain, &penalties, frame.ranks.clone(), scale)?;
         let due = self.cut_refresh.is_some_and(|age| {
             best.is_some_and(|b| frame.base.bound() > b) && self.stats.nodes >= lp.built_at + age
         });
@@ -1208,8 +1230,8 @@ impl Searcher {
                     self.warm_work.0 += fresh.pivots - lp.pivots;
                     fresh.built_at = self.stats.nodes;
                     lp = fresh;
-                    penalties = lp.penalties(&frame.base);
-                    frame.base = self.shaded(&plain, &penalties, frame.ranks.clone())?;
+                    penalties = lp.penalties(&frame.base, scale);
+                    frame.base = self.shaded(&plain, &penalties, frame.ranks.clone(), scale)?;
                 }
             }
         }
@@ -1224,8 +1246,9 @@ impl Searcher {
         node: &Matching,
         penalties: &Penalties,
         ranks: Option<Arc<RankPool>>,
+        scale: i32,
     ) -> Result<Matching, String> {
-        let mut penalized = Graph::new(self.n());
+        let mut penalized = Graph::scaled(self.n(), scale);
         cuts::apply_at_with(&mut penalized, node, penalties, ranks.as_deref())?;
         Ok(node
             .clone()
@@ -2018,7 +2041,8 @@ mod tests {
     }
 
     /// Rank cuts ([`Searcher::set_rank_pool`]), also those proven in the tree
-    /// ([`Searcher::set_local_ranks`]), only prune too: from bars below the optimum the
+    /// ([`Searcher::set_local_ranks`]), and penalties in fractions of a point
+    /// ([`Searcher::set_shade_scale`]) only prune too: from bars below the optimum the
     /// search with node cuts and the pool finds it, evaluates only nodes of the plain tree,
     /// and each game it reports is the leaf its path names there.
     #[test]
@@ -2032,13 +2056,16 @@ mod tests {
             let p = Trail::new(want - below);
             plain.search(&[], None, None, &p).unwrap();
             let p = p.paths.into_inner();
-            for local in [None, Some((0, 30))] {
+            // Whole-point penalties without local ranks; the records' setting (local ranks,
+            // penalties in 1/60 points, `super::super::SHADE_SCALE`) with them.
+            for (local, scale) in [(None, 1), (Some((0, 30)), 60)] {
                 let mut with = campaign_searcher(n, want + offset, Some(0));
                 with.set_warm_lp(true);
                 with.set_side_lp(true);
                 with.set_cut_refresh(Some(0));
                 with.set_rank_pool(Some(Arc::clone(&pool)));
                 with.set_local_ranks(local);
+                with.set_shade_scale(scale).unwrap();
                 let c = Trail::new(want - below);
                 with.search(&[], None, None, &c).unwrap();
                 assert_eq!(*c.bar.borrow(), want, "n = {n}");

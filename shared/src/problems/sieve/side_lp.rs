@@ -338,9 +338,10 @@ impl SideLp {
             .collect()
     }
 
-    /// The floors of the cut rows' duals as penalties, for the cuts whose members are all
-    /// free at `node` (see the module docs).
-    pub fn penalties(&self, node: &Matching) -> Penalties {
+    /// The floors of the cut rows' duals as penalties in `1/scale` points (for a graph of
+    /// that scale, [`Graph::scaled`]), for the cuts whose members are all free at `node`
+    /// (see the module docs).
+    pub fn penalties(&self, node: &Matching, scale: i32) -> Penalties {
         let rows_v = self.shape.rows_v;
         let cuts = self
             .shape
@@ -349,7 +350,7 @@ impl SideLp {
             .enumerate()
             .filter(|(_, c)| members_free(c, node))
             .filter_map(|(i, c)| {
-                let lambda = (self.duals[rows_v + i] + 1e-6).floor() as i32;
+                let lambda = (self.duals[rows_v + i] * f64::from(scale) + 1e-6).floor() as i32;
                 (lambda > 0).then(|| (c.clone(), lambda))
             })
             .collect();
@@ -1195,7 +1196,7 @@ mod tests {
                     side.value(),
                     fresh.value()
                 );
-                for (cut, lambda) in side.penalties(&node).cuts {
+                for (cut, lambda) in side.penalties(&node, 1).cuts {
                     proptest::prop_assert!(lambda > 0 && cut.is_cluster_at(&g, &node));
                 }
             }
