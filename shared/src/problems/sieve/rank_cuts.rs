@@ -109,11 +109,13 @@ impl RankPool {
             .iter()
             .filter_map(|(s, t)| {
                 let most = s.len().min(t.len()).checked_sub(2)?;
-                bounded_by(g, s, t, &fixed, &live, most, budget)?.then(|| Cut {
-                    numbers: s.clone(),
-                    factors: t.clone(),
-                    most,
-                })
+                RankSearch::new(g, s, t, &fixed, &live, budget)
+                    .rank_at_most(most)?
+                    .then(|| Cut {
+                        numbers: s.clone(),
+                        factors: t.clone(),
+                        most,
+                    })
             })
             .collect();
         Self::from_proven(g, cuts)
@@ -306,7 +308,7 @@ fn prove(
     candidates
         .into_par_iter()
         .filter_map(|(s, t, parts)| {
-            let most = rank_with(g, &s, &t, fixed, live, budget)?;
+            let most = RankSearch::new(g, &s, &t, fixed, live, budget).rank()?;
             (most + parts <= s.len().min(t.len())).then_some(Cut {
                 numbers: s,
                 factors: t,
@@ -314,29 +316,6 @@ fn prove(
             })
         })
         .collect()
-}
-
-/// Whether the rank r(S, T) (with `fixed` first, over the edges `live` accepts) is at
-/// most `most` (one search: can more than `most` numbers be assigned?), or `None` past
-/// `budget` steps.
-fn bounded_by(
-    g: &Graph,
-    s: &[u32],
-    t: &[u32],
-    fixed: &[(u32, u32)],
-    live: &(dyn Fn(u32, u32) -> bool + Sync),
-    most: usize,
-    budget: u64,
-) -> Option<bool> {
-    let mut search = RankSearch::new(g, s, t, fixed, live, budget);
-    if !is_acyclic(&search.chosen, 0, &mut search.colour) {
-        return Some(true);
-    }
-    if most >= s.len() {
-        return Some(true);
-    }
-    // More than `most` assigned: at most |S| - most - 1 left out.
-    Some(!search.fits(0, s.len() - most - 1)?)
 }
 
 /// The rank r(S, T) (module docs) with `fixed` pairs first, or `None` past `budget` steps.
@@ -347,30 +326,7 @@ pub fn rank_of(
     fixed: &[(u32, u32)],
     budget: u64,
 ) -> Option<usize> {
-    rank_with(g, s, t, fixed, &|_, _| true, budget)
-}
-
-/// [`rank_of`] over the edges `live` accepts only.
-fn rank_with(
-    g: &Graph,
-    s: &[u32],
-    t: &[u32],
-    fixed: &[(u32, u32)],
-    live: &(dyn Fn(u32, u32) -> bool + Sync),
-    budget: u64,
-) -> Option<usize> {
-    let most = s.len().min(t.len());
-    let mut search = RankSearch::new(g, s, t, fixed, live, budget);
-    if !is_acyclic(&search.chosen, 0, &mut search.colour) {
-        // No game holds the fixed pairs: every bound holds vacuously, 0 included.
-        return Some(0);
-    }
-    for skips in (s.len() - most)..=s.len() {
-        if search.fits(0, skips)? {
-            return Some(s.len() - skips);
-        }
-    }
-    Some(0)
+    RankSearch::new(g, s, t, fixed, &|_, _| true, budget).rank()
 }
 
 /// The pairs of `fixed` that can lie on a precedence cycle through pairs from S into T
@@ -418,6 +374,8 @@ fn relevant_fixed(fixed: &[(u32, u32)], s: &[u32], t: &[u32]) -> Vec<(u32, u32)>
 /// The depth-first search of [`rank_of`].
 struct RankSearch {
     options: Vec<Vec<(u32, u32)>>,
+    /// |T|.
+    factors: usize,
     chosen: Vec<(u32, u32)>,
     fixed: usize,
     colour: Vec<u8>,
@@ -447,12 +405,45 @@ impl RankSearch {
         let fixed = relevant_fixed(fixed, s, t);
         RankSearch {
             options,
+            factors: t.len(),
             fixed: fixed.len(),
             chosen: fixed,
             colour: Vec::new(),
             steps: 0,
             budget,
         }
+    }
+
+    /// The rank r(S, T) (with the fixed pairs first, over the live edges), or `None` past
+    /// the budget.
+    fn rank(&mut self) -> Option<usize> {
+        if !self.fixed_admit_a_game() {
+            // No game holds the fixed pairs: every bound holds vacuously, 0 included.
+            return Some(0);
+        }
+        let numbers = self.options.len();
+        for skips in numbers.saturating_sub(self.factors)..=numbers {
+            if self.fits(0, skips)? {
+                return Some(numbers - skips);
+            }
+        }
+        Some(0)
+    }
+
+    /// Whether the rank is at most `most` (one search: can more than `most` numbers be
+    /// assigned?), or `None` past the budget.
+    fn rank_at_most(&mut self, most: usize) -> Option<bool> {
+        let numbers = self.options.len();
+        if !self.fixed_admit_a_game() || most >= numbers {
+            return Some(true);
+        }
+        // More than `most` assigned: at most |S| - most - 1 left out.
+        Some(!self.fits(0, numbers - most - 1)?)
+    }
+
+    /// Whether the fixed pairs the search keeps are acyclic (some game holds them).
+    fn fixed_admit_a_game(&mut self) -> bool {
+        is_acyclic(&self.chosen, 0, &mut self.colour)
     }
 
     /// Whether the numbers from `at` on can be assigned acyclically with at most `skips`
@@ -576,13 +567,13 @@ mod tests {
         for (s, t) in sets {
             let want = rank_by_subsets(&g, s, t, &fixed, &live);
             assert_eq!(
-                rank_with(&g, s, t, &fixed, &live, u64::MAX),
+                RankSearch::new(&g, s, t, &fixed, &live, u64::MAX).rank(),
                 Some(want),
                 "{s:?} {t:?}"
             );
             for most in 0..=s.len() {
                 assert_eq!(
-                    bounded_by(&g, s, t, &fixed, &live, most, u64::MAX),
+                    RankSearch::new(&g, s, t, &fixed, &live, u64::MAX).rank_at_most(most),
                     Some(want <= most),
                     "{s:?} {t:?} at most {most}"
                 );
