@@ -111,6 +111,19 @@ impl Graph {
         self.scale
     }
 
+    /// The edges (big, small) by increasing big, then in the graph's order: the one
+    /// numbering of the side LP's columns and the rank pools' edge ids.
+    pub fn numbered_edges(&self) -> Vec<(u32, u32)> {
+        (2..=self.n)
+            .flat_map(|big| {
+                self.edges(big)
+                    .iter()
+                    .filter(move |e| e.big == big)
+                    .map(move |e| (big, e.other))
+            })
+            .collect()
+    }
+
     /// Lowers the weight of the edge (big, small) by `by` (both directions); false if there
     /// is no such edge.
     pub fn penalize(&mut self, big: u32, small: u32, by: i32) -> bool {

@@ -58,17 +58,14 @@ pub struct RankPool {
     sets: HashSet<(Vec<u32>, Vec<u32>)>,
 }
 
-/// The graph's edges (big, small) numbered by increasing big, then in the graph's order: the
-/// numbering of the side LP's columns.
+/// The graph's edges (big, small) by their number in [`Graph::numbered_edges`] (the
+/// numbering of the side LP's columns).
 pub fn edge_index(g: &Graph) -> HashMap<(u32, u32), u32> {
-    let mut index = HashMap::new();
-    for big in 2..=g.n() {
-        for e in g.edges(big).iter().filter(|e| e.big == big) {
-            let next = index.len() as u32;
-            index.insert((big, e.other), next);
-        }
-    }
-    index
+    g.numbered_edges()
+        .into_iter()
+        .enumerate()
+        .map(|(i, e)| (e, i as u32))
+        .collect()
 }
 
 impl RankPool {

@@ -191,12 +191,7 @@ impl SideLp {
     /// node). `None` if the solve fails.
     pub fn build(g: &Graph, node: &Matching, cuts: &[Cut]) -> Option<SideLp> {
         let n = g.n();
-        let mut edges = Vec::new();
-        for big in 2..=n {
-            for e in g.edges(big).iter().filter(|e| e.big == big) {
-                edges.push((big, e.other));
-            }
-        }
+        let edges = g.numbered_edges();
         let index = edges
             .iter()
             .enumerate()
