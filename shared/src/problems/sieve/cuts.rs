@@ -336,9 +336,9 @@ pub fn missed_cuts(g: &Graph, node: &Matching, shadow: &Matching) -> Vec<Cut> {
     cycle_clusters(g, node, &free)
 }
 
-/// For each pair, the shortest precedence cycle of `pairs` through it, kept when its numbers
-/// and factors form a cluster at `node`.
-fn cycle_clusters(g: &Graph, node: &Matching, pairs: &[(u32, u32)]) -> Vec<Cut> {
+/// For each pair, the shortest precedence cycle of `pairs` (a matching) through it, kept
+/// when its numbers and factors form a cluster at `node`.
+pub(super) fn cycle_clusters(g: &Graph, node: &Matching, pairs: &[(u32, u32)]) -> Vec<Cut> {
     let count = pairs.len();
     let successors = precedence_successors(g.n(), pairs);
     let on_cycles = may_lie_on_cycles(&successors);
