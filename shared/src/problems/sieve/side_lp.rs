@@ -486,6 +486,10 @@ impl SideLp {
         let mut x_b: Vec<f64> = Vec::new();
         let mut seen = vec![false; vars];
         let mut cands: Vec<usize> = Vec::new();
+        // Each basis position's upper bound (kept in step with `head`).
+        let mut upper_b: Vec<f64> = self.head.iter().map(|&j| self.upper_of(j)).collect();
+        // The unit vector of the leaving row (all zero between pivots).
+        let mut unit = vec![0.0; self.head.len()];
         loop {
             let inv = match inverse.take() {
                 Some(inv) if inv.etas.len() < REFACTOR_EVERY => inv,
@@ -501,7 +505,7 @@ impl SideLp {
                     inv
                 }
             };
-            let Some((r, below)) = self.leaving(&x_b) else {
+            let Some((r, below)) = self.leaving(&x_b, &upper_b) else {
                 if !inv.etas.is_empty() {
                     // Optimal on carried values: confirm on a fresh factorization.
                     continue;
@@ -527,9 +531,9 @@ impl SideLp {
                 let costs: Vec<f64> = self.head.iter().map(|&j| self.cost(j)).collect();
                 self.btran(&inv, &costs)
             });
-            let mut unit = vec![0.0; self.head.len()];
             unit[r] = 1.0;
             let rho = self.btran(&inv, &unit);
+            unit[r] = 0.0;
             self.pivot_row_columns(&rho, &mut seen, &mut cands);
             // Ratio test (Harris): candidates whose move pushes x_r toward its bound.
             let rv = self.shape.rows_v;
@@ -579,11 +583,7 @@ impl SideLp {
                 *pi += theta * r;
             }
             // The entering column moves by t, which takes x_r to the bound it leaves at.
-            let target = if below {
-                0.0
-            } else {
-                self.upper_of(self.head[r])
-            };
+            let target = if below { 0.0 } else { upper_b[r] };
             let t = (x_b[r] - target) / column_q[r];
             for (x, a) in x_b.iter_mut().zip(&column_q) {
                 *x -= t * a;
@@ -598,6 +598,7 @@ impl SideLp {
             self.at[out] = if below { At::Lower } else { At::Upper };
             self.at[q] = At::Basic;
             self.head[r] = q;
+            upper_b[r] = self.upper_of(q);
             self.pivots += 1;
             let mut inv = inv;
             inv.push_eta(r, &column_q);
@@ -627,20 +628,17 @@ impl SideLp {
     /// The basis position and direction (below its lower bound) of the basic variable
     /// to leave: of those outside their bounds, the one whose infeasibility is largest
     /// against its steepest-edge weight, if any is outside.
-    fn leaving(&self, x_b: &[f64]) -> Option<(usize, bool)> {
+    /// `upper_b`: each basis position's upper bound.
+    fn leaving(&self, x_b: &[f64], upper_b: &[f64]) -> Option<(usize, bool)> {
         let mut leave = None;
         let mut worst = 0.0;
-        for (p, &j) in self.head.iter().enumerate() {
-            let gap = if x_b[p] < 0.0 {
-                -x_b[p]
-            } else {
-                x_b[p] - self.upper_of(j)
-            };
+        for (p, ((&x, &upper), &weight)) in x_b.iter().zip(upper_b).zip(&self.weights).enumerate() {
+            let gap = if x < 0.0 { -x } else { x - upper };
             if gap > TOL * 100.0 {
-                let score = gap * gap / self.weights[p];
+                let score = gap * gap / weight;
                 if score > worst {
                     worst = score;
-                    leave = Some((p, x_b[p] < 0.0));
+                    leave = Some((p, x < 0.0));
                 }
             }
         }
