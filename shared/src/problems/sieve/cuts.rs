@@ -390,12 +390,118 @@ pub(super) fn cycle_clusters(g: &Graph, node: &Matching, pairs: &[(u32, u32)]) -
     found
 }
 
+/// Clusters on the light precedence cycles of a fractional LP optimum: for each pair (with
+/// its value x > 0), the cycle through it whose pairs' shortfalls `1 - x` sum least, kept
+/// when that sum is below 1 (so the optimum puts more than |S| - 1 on the cycle's edges and
+/// violates the cluster), when its pairs share no number and no factor, and when its numbers
+/// and factors form a cluster at `node`.
+pub(super) fn light_cycle_clusters(
+    g: &Graph,
+    node: &Matching,
+    pairs: &[((u32, u32), f64)],
+) -> Vec<Cut> {
+    // Each pair also costs a little, so that among equally light cycles the shortest wins.
+    const STEP: f64 = 1e-3;
+    const BUDGET: f64 = 1.0 - 1e-6;
+    let edges: Vec<(u32, u32)> = pairs.iter().map(|&(e, _)| e).collect();
+    let weight: Vec<f64> = pairs
+        .iter()
+        .map(|&(_, x)| (1.0 - x).max(0.0) + STEP)
+        .collect();
+    let successors = precedence_successors(g.n(), &edges);
+    let on_cycles = may_lie_on_cycles(&successors);
+    let count = pairs.len();
+    let mut found = Vec::new();
+    let mut weighed: std::collections::HashSet<Cut> = std::collections::HashSet::new();
+    let mut reach = FixedReach::new(g.n(), node.fixed_pairs());
+    let mut dist = vec![f64::INFINITY; count];
+    let mut parent = vec![usize::MAX; count];
+    let mut touched = Vec::new();
+    let mut heap = std::collections::BinaryHeap::new();
+    for start in 0..count {
+        if !on_cycles[start] || weight[start] >= BUDGET {
+            continue;
+        }
+        for &v in &touched {
+            dist[v] = f64::INFINITY;
+            parent[v] = usize::MAX;
+        }
+        touched.clear();
+        heap.clear();
+        dist[start] = weight[start];
+        parent[start] = start;
+        touched.push(start);
+        heap.push(Light(weight[start], start));
+        let mut last = None;
+        while let Some(Light(d, u)) = heap.pop() {
+            if d > dist[u] {
+                continue;
+            }
+            if successors[u].binary_search(&start).is_ok() {
+                last = Some(u);
+                break;
+            }
+            for &v in &successors[u] {
+                let through = d + weight[v];
+                if on_cycles[v] && through < BUDGET && through < dist[v] {
+                    if dist[v].is_infinite() {
+                        touched.push(v);
+                    }
+                    dist[v] = through;
+                    parent[v] = u;
+                    heap.push(Light(through, v));
+                }
+            }
+        }
+        let Some(mut u) = last else { continue };
+        let mut members = vec![edges[u]];
+        while u != start {
+            u = parent[u];
+            members.push(edges[u]);
+        }
+        let mut cut = Cut::cluster(
+            members.iter().map(|p| p.0).collect(),
+            members.iter().map(|p| p.1).collect(),
+        );
+        cut.numbers.sort_unstable();
+        cut.factors.sort_unstable();
+        let distinct = cut.numbers.windows(2).all(|w| w[0] < w[1])
+            && cut.factors.windows(2).all(|w| w[0] < w[1])
+            && cut
+                .numbers
+                .iter()
+                .all(|k| cut.factors.binary_search(k).is_err());
+        if distinct && weighed.insert(cut.clone()) && cut.is_cluster_within(g, node, &mut reach) {
+            found.push(cut);
+        }
+    }
+    found
+}
+
+/// A heap entry of [`light_cycle_clusters`]: a pair and its distance, lightest first.
+#[derive(PartialEq)]
+struct Light(f64, usize);
+
+impl Eq for Light {}
+
+impl PartialOrd for Light {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Light {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        other.0.total_cmp(&self.0).then(other.1.cmp(&self.1))
+    }
+}
+
 /// The precedence successors of each pair (numbers up to `n`): the pairs whose number is a
-/// multiple of its factor, in increasing index.
+/// multiple of its factor, in increasing index. Pairs may share numbers.
 fn precedence_successors(n: u32, pairs: &[(u32, u32)]) -> Vec<Vec<usize>> {
-    let mut index = vec![usize::MAX; n as usize + 1];
+    let mut index: Vec<Vec<usize>> = vec![Vec::new(); n as usize + 1];
     for (i, &(a, _)) in pairs.iter().enumerate() {
-        index[a as usize] = i;
+        index[a as usize].push(i);
     }
     pairs
         .iter()
@@ -405,10 +511,7 @@ fn precedence_successors(n: u32, pairs: &[(u32, u32)]) -> Vec<Vec<usize>> {
             if b > 1 {
                 let mut m = b;
                 while m <= n {
-                    let j = index[m as usize];
-                    if j != usize::MAX && j != i {
-                        next.push(j);
-                    }
+                    next.extend(index[m as usize].iter().copied().filter(|&j| j != i));
                     m += b;
                 }
             }
@@ -554,7 +657,7 @@ mod tests {
         /// (found by a transitive closure) is kept by the peeling.
         #[test]
         fn successors_and_peeling_agree_with_the_definitions(
-            numbers in proptest::collection::btree_set(2u32..120, 0..40),
+            numbers in proptest::collection::vec(2u32..120, 0..40),
             factors in proptest::collection::vec(1u32..30, 40),
         ) {
             let pairs: Vec<(u32, u32)> =
@@ -671,6 +774,34 @@ mod tests {
         assert!(with(Some(&pool), &tighter)
             .unwrap_err()
             .contains("not a valid cut"));
+    }
+
+    #[test]
+    fn light_cycles_give_the_clusters_a_fractional_optimum_violates() {
+        let g = Graph::new(30);
+        let node = Matching::new(&g, &[(29, 1)], &mut Scratch::default());
+        let classic = Cut::cluster(vec![6, 10, 15], vec![2, 3, 5]);
+        // The cycle (6, 3) -> (15, 5) -> (10, 2) -> (6, 3) at x each, beside the other
+        // bijection's pairs at 1 - x (sharing every number with the first).
+        let at = |x: f64| -> Vec<((u32, u32), f64)> {
+            vec![
+                ((6, 3), x),
+                ((15, 5), x),
+                ((10, 2), x),
+                ((6, 2), 1.0 - x),
+                ((10, 5), 1.0 - x),
+                ((15, 3), 1.0 - x),
+            ]
+        };
+        // Shortfalls 3 * 0.2 < 1: the optimum puts 2.4 > 2 on the cluster's edges.
+        assert_eq!(light_cycle_clusters(&g, &node, &at(0.8)), vec![classic]);
+        // At x = 1/2 the pairs carry 3 = |S| edges' worth in all, yet every cycle has
+        // shortfalls 3 * 0.5 >= 1: no cycle is light enough.
+        assert!(light_cycle_clusters(&g, &node, &at(0.5)).is_empty());
+        // A light cycle whose pairs share a number, (10, 5) -> (10, 2) -> (10, 5), is no
+        // cluster candidate.
+        let shared = vec![((10, 5), 1.0), ((10, 2), 1.0)];
+        assert!(light_cycle_clusters(&g, &node, &shared).is_empty());
     }
 
     #[test]

@@ -505,9 +505,9 @@ impl Searcher {
     /// penalties leave it above the bar and its LP was built at least `age` nodes ago, the
     /// clusters its penalized matching still forms join the LP's cuts and the LP is solved
     /// afresh there (a fresh solve costs a few warm ones; its cuts then serve the subtree).
-    /// With the side LP ([`Searcher::set_side_lp`]) the clusters that the LP optimum's whole
-    /// pairs form join them too ([`SideLp::integral_pairs`]), and so do the violated cuts
-    /// of the rank pool. Like the node cuts it only prunes. `None` (the default): never.
+    /// With the side LP ([`Searcher::set_side_lp`]) the clusters on the LP optimum's light
+    /// precedence cycles join them too ([`cuts::light_cycle_clusters`]), and so do the
+    /// violated cuts of the rank pool. Like the node cuts it only prunes. `None` (the default): never.
     pub fn set_cut_refresh(&mut self, age: Option<u64>) {
         self.cut_refresh = age;
     }
@@ -1223,10 +1223,10 @@ impl Searcher {
                 .into_iter()
                 .filter(|c| !known.contains(c))
                 .collect();
-            // Also the clusters that the LP's own optimum forms with its whole pairs
-            // (BENCHMARKS.md "Cuts from the LP's whole pairs").
-            let whole = lp.integral_pairs(&frame.base);
-            for cut in cuts::cycle_clusters(&self.graph, &frame.base, &whole) {
+            // Also the clusters on the light precedence cycles of the LP's own optimum
+            // (BENCHMARKS.md "Cuts from the LP's light cycles").
+            let light = lp.fractional_pairs(&frame.base);
+            for cut in cuts::light_cycle_clusters(&self.graph, &frame.base, &light) {
                 if !known.contains(&cut) && !missed.contains(&cut) {
                     missed.push(cut);
                 }

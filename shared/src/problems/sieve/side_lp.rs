@@ -244,15 +244,15 @@ impl SideLp {
         lp.solve().then_some(lp)
     }
 
-    /// The edges (big, small) at 1 in the LP's optimum whose numbers are free at `node`: a
-    /// matching, whose precedence cycles are clusters the optimum violates.
-    pub fn integral_pairs(&self, node: &Matching) -> Vec<(u32, u32)> {
+    /// The edges (big, small) above 0 in the LP's optimum whose numbers are free at `node`,
+    /// with their values.
+    pub fn fractional_pairs(&self, node: &Matching) -> Vec<((u32, u32), f64)> {
         self.shape
             .edges
             .iter()
             .zip(&self.primal)
-            .filter(|&(&(big, _), &x)| x >= 1.0 - 1e-6 && !node.is_fixed(big))
-            .map(|(&e, _)| e)
+            .filter(|&(&(big, _), &x)| x > VIOLATION && !node.is_fixed(big))
+            .map(|(&e, &x)| (e, x))
             .collect()
     }
 
