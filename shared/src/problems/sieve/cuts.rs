@@ -49,6 +49,12 @@ use super::regions::FixedReach;
 /// Most rounds of cut finding at the root.
 const MAX_ROUNDS: usize = 40;
 
+/// The heaviest precedence cycle [`light_cycle_clusters`] follows, in summed shortfalls
+/// `1 - x` (a cycle below 1 is violated by its own edges; heavier ones may be through the
+/// other bijections' edges). Measured on twelve 791 units (BENCHMARKS.md, "Cuts from the
+/// LP's light cycles"): 2 finds fewer, 5 no more than 3.
+pub(super) const LIGHT_CYCLE_BUDGET: f64 = 3.0;
+
 /// A cut: at most `most` edges of a game run from `numbers` into `factors`. A *cluster*
 /// (|S| = |T|, `most` = |S| - 1) is checked wherever it is used ([`Cut::is_cluster`]); any
 /// other cut is a *rank cut*, valid only as a member of a [`RankPool`] that proved it.
@@ -390,11 +396,14 @@ pub(super) fn cycle_clusters(g: &Graph, node: &Matching, pairs: &[(u32, u32)]) -
     found
 }
 
-/// Clusters on the light precedence cycles of a fractional LP optimum: for each pair (with
-/// its value x > 0), the cycle through it whose pairs' shortfalls `1 - x` sum least, kept
-/// when that sum is below 1 (so the optimum puts more than |S| - 1 on the cycle's edges and
-/// violates the cluster), when its pairs share no number and no factor, and when its numbers
-/// and factors form a cluster at `node`.
+/// Clusters on the light precedence cycles of a fractional LP optimum that the optimum
+/// violates. Each pair (with its value x > 0) weighs its shortfall `1 - x`; the pairs are
+/// taken lightest first, and from each, the lightest cycle back to it through later pairs
+/// only (so each cycle is found from its lightest pair, and a heavy start explores little),
+/// with shortfalls summing below [`LIGHT_CYCLE_BUDGET`]. A cycle is kept when its pairs
+/// share no number and no factor, the optimum puts more than |S| - 1 on all the edges from
+/// its numbers S into its factors T (not only the cycle's: the flow may spread over several
+/// bijections), and S and T form a cluster at `node`.
 pub(super) fn light_cycle_clusters(
     g: &Graph,
     node: &Matching,
@@ -402,15 +411,24 @@ pub(super) fn light_cycle_clusters(
 ) -> Vec<Cut> {
     // Each pair also costs a little, so that among equally light cycles the shortest wins.
     const STEP: f64 = 1e-3;
-    const BUDGET: f64 = 1.0 - 1e-6;
     let edges: Vec<(u32, u32)> = pairs.iter().map(|&(e, _)| e).collect();
     let weight: Vec<f64> = pairs
         .iter()
         .map(|&(_, x)| (1.0 - x).max(0.0) + STEP)
         .collect();
+    let mut by_number: Vec<Vec<(u32, f64)>> = vec![Vec::new(); g.n() as usize + 1];
+    for &((k, f), x) in pairs {
+        by_number[k as usize].push((f, x));
+    }
     let successors = precedence_successors(g.n(), &edges);
     let on_cycles = may_lie_on_cycles(&successors);
     let count = pairs.len();
+    let mut order: Vec<usize> = (0..count).collect();
+    order.sort_by(|&a, &b| weight[a].total_cmp(&weight[b]).then(a.cmp(&b)));
+    let mut rank = vec![0usize; count];
+    for (r, &i) in order.iter().enumerate() {
+        rank[i] = r;
+    }
     let mut found = Vec::new();
     let mut weighed: std::collections::HashSet<Cut> = std::collections::HashSet::new();
     let mut reach = FixedReach::new(g.n(), node.fixed_pairs());
@@ -418,8 +436,8 @@ pub(super) fn light_cycle_clusters(
     let mut parent = vec![usize::MAX; count];
     let mut touched = Vec::new();
     let mut heap = std::collections::BinaryHeap::new();
-    for start in 0..count {
-        if !on_cycles[start] || weight[start] >= BUDGET {
+    for start in order {
+        if !on_cycles[start] || weight[start] >= LIGHT_CYCLE_BUDGET {
             continue;
         }
         for &v in &touched {
@@ -432,6 +450,7 @@ pub(super) fn light_cycle_clusters(
         parent[start] = start;
         touched.push(start);
         heap.push(Light(weight[start], start));
+        let (number, factor) = edges[start];
         let mut last = None;
         while let Some(Light(d, u)) = heap.pop() {
             if d > dist[u] {
@@ -443,7 +462,11 @@ pub(super) fn light_cycle_clusters(
             }
             for &v in &successors[u] {
                 let through = d + weight[v];
-                if on_cycles[v] && through < BUDGET && through < dist[v] {
+                let usable = rank[v] > rank[start]
+                    && edges[v].0 != number
+                    && edges[v].1 != factor
+                    && on_cycles[v];
+                if usable && through < LIGHT_CYCLE_BUDGET && through < dist[v] {
                     if dist[v].is_infinite() {
                         touched.push(v);
                     }
@@ -471,7 +494,19 @@ pub(super) fn light_cycle_clusters(
                 .numbers
                 .iter()
                 .all(|k| cut.factors.binary_search(k).is_err());
-        if distinct && weighed.insert(cut.clone()) && cut.is_cluster_within(g, node, &mut reach) {
+        let load: f64 = cut
+            .numbers
+            .iter()
+            .flat_map(|&k| &by_number[k as usize])
+            .filter(|(f, _)| cut.factors.binary_search(f).is_ok())
+            .map(|&(_, x)| x)
+            .sum();
+        let violated = load > cut.most as f64 + 1e-6;
+        if distinct
+            && violated
+            && weighed.insert(cut.clone())
+            && cut.is_cluster_within(g, node, &mut reach)
+        {
             found.push(cut);
         }
     }
@@ -782,22 +817,29 @@ mod tests {
         let node = Matching::new(&g, &[(29, 1)], &mut Scratch::default());
         let classic = Cut::cluster(vec![6, 10, 15], vec![2, 3, 5]);
         // The cycle (6, 3) -> (15, 5) -> (10, 2) -> (6, 3) at x each, beside the other
-        // bijection's pairs at 1 - x (sharing every number with the first).
-        let at = |x: f64| -> Vec<((u32, u32), f64)> {
+        // bijection's pairs at y each (sharing every number with the first).
+        let at = |x: f64, y: f64| -> Vec<((u32, u32), f64)> {
             vec![
                 ((6, 3), x),
                 ((15, 5), x),
                 ((10, 2), x),
-                ((6, 2), 1.0 - x),
-                ((10, 5), 1.0 - x),
-                ((15, 3), 1.0 - x),
+                ((6, 2), y),
+                ((10, 5), y),
+                ((15, 3), y),
             ]
         };
-        // Shortfalls 3 * 0.2 < 1: the optimum puts 2.4 > 2 on the cluster's edges.
-        assert_eq!(light_cycle_clusters(&g, &node, &at(0.8)), vec![classic]);
-        // At x = 1/2 the pairs carry 3 = |S| edges' worth in all, yet every cycle has
-        // shortfalls 3 * 0.5 >= 1: no cycle is light enough.
-        assert!(light_cycle_clusters(&g, &node, &at(0.5)).is_empty());
+        // 3 * 0.8 = 2.4 > |S| - 1 = 2 on the cycle's own edges.
+        assert_eq!(
+            light_cycle_clusters(&g, &node, &at(0.8, 0.2)),
+            vec![classic.clone()]
+        );
+        // At 1/2 each, every cycle falls 1.5 short, yet the six edges carry 3 > 2: violated.
+        assert_eq!(
+            light_cycle_clusters(&g, &node, &at(0.5, 0.5)),
+            vec![classic]
+        );
+        // 3 * 0.6 = 1.8 < 2: not violated, however light the cycle.
+        assert!(light_cycle_clusters(&g, &node, &at(0.6, 0.0)).is_empty());
         // A light cycle whose pairs share a number, (10, 5) -> (10, 2) -> (10, 5), is no
         // cluster candidate.
         let shared = vec![((10, 5), 1.0), ((10, 2), 1.0)];
