@@ -347,6 +347,12 @@ pub const CUT_REFRESH_AGE: u64 = 0;
 /// Rounds of cut finding where a warm LP is first built ([`Searcher::set_warm_lp`]).
 const WARM_LP_ROUNDS: usize = 40;
 
+/// A refresh drops the side LP's cut rows that its optimum leaves at least this far below
+/// their bound before it adds the new ones ([`SideLp::at_trimmed`]): a descendant that needs
+/// one again finds it again. Measured on twelve 791 units (BENCHMARKS.md, "Loose cut rows
+/// dropped at each refresh"): 1/2 beat keeping every row, 1/4, 1 and 2.
+const LOOSE_CUT_SLACK: f64 = 0.5;
+
 /// Most rounds of rank cuts ([`Searcher::set_rank_pool`]) at an LP built afresh.
 const RANK_ROUNDS: usize = 10;
 
@@ -507,7 +513,7 @@ impl Searcher {
     /// afresh there (a fresh solve costs a few warm ones; its cuts then serve the subtree).
     /// With the side LP ([`Searcher::set_side_lp`]) the clusters on the LP optimum's light
     /// precedence cycles join them too ([`cuts::light_cycle_clusters`]), and so do the
-    /// violated cuts of the rank pool. Like the node cuts it only prunes. `None` (the default): never.
+    /// violated cuts of the rank pool, while its loose rows go ([`LOOSE_CUT_SLACK`]). Like the node cuts it only prunes. `None` (the default): never.
     pub fn set_cut_refresh(&mut self, age: Option<u64>) {
         self.cut_refresh = age;
     }
@@ -1235,7 +1241,8 @@ impl Searcher {
                 missed.extend(lp.violated(&frame.base, ranks, RANK_BATCH));
             }
             if !missed.is_empty() {
-                if let Some(mut fresh) = lp.at(&self.graph, &frame.base, &missed) {
+                let fresh = lp.at_trimmed(&self.graph, &frame.base, &missed, LOOSE_CUT_SLACK);
+                if let Some(mut fresh) = fresh {
                     self.refreshes += 1;
                     self.warm_work.0 += fresh.pivots - lp.pivots;
                     fresh.built_at = self.stats.nodes;
