@@ -377,18 +377,8 @@ pub(super) fn cycle_clusters(g: &Graph, node: &Matching, pairs: &[(u32, u32)]) -
                 }
             }
         }
-        let Some(mut u) = last else { continue };
-        let mut members = vec![pairs[u]];
-        while u != start {
-            u = parent[u];
-            members.push(pairs[u]);
-        }
-        let mut cut = Cut::cluster(
-            members.iter().map(|p| p.0).collect(),
-            members.iter().map(|p| p.1).collect(),
-        );
-        cut.numbers.sort_unstable();
-        cut.factors.sort_unstable();
+        let Some(last) = last else { continue };
+        let cut = traced_cycle(pairs, &parent, start, last);
         if weighed.insert(cut.clone()) && cut.is_cluster_within(g, node, &mut reach) {
             found.push(cut);
         }
@@ -476,18 +466,8 @@ pub(super) fn light_cycle_clusters(
                 }
             }
         }
-        let Some(mut u) = last else { continue };
-        let mut members = vec![edges[u]];
-        while u != start {
-            u = parent[u];
-            members.push(edges[u]);
-        }
-        let mut cut = Cut::cluster(
-            members.iter().map(|p| p.0).collect(),
-            members.iter().map(|p| p.1).collect(),
-        );
-        cut.numbers.sort_unstable();
-        cut.factors.sort_unstable();
+        let Some(last) = last else { continue };
+        let cut = traced_cycle(&edges, &parent, start, last);
         let distinct = cut.numbers.windows(2).all(|w| w[0] < w[1])
             && cut.factors.windows(2).all(|w| w[0] < w[1])
             && cut
@@ -511,6 +491,24 @@ pub(super) fn light_cycle_clusters(
         }
     }
     found
+}
+
+/// The cluster-shaped cut of the cycle that closes from `last` back to `start`, traced
+/// through `parent` (each pair's predecessor on the path from `start`), S and T sorted.
+fn traced_cycle(pairs: &[(u32, u32)], parent: &[usize], start: usize, last: usize) -> Cut {
+    let mut u = last;
+    let mut members = vec![pairs[u]];
+    while u != start {
+        u = parent[u];
+        members.push(pairs[u]);
+    }
+    let mut cut = Cut::cluster(
+        members.iter().map(|p| p.0).collect(),
+        members.iter().map(|p| p.1).collect(),
+    );
+    cut.numbers.sort_unstable();
+    cut.factors.sort_unstable();
+    cut
 }
 
 /// A heap entry of [`light_cycle_clusters`]: a pair and its distance, lightest first.
