@@ -512,8 +512,8 @@ impl Searcher {
     /// clusters its penalized matching still forms join the LP's cuts and the LP is solved
     /// afresh there (a fresh solve costs a few warm ones; its cuts then serve the subtree).
     /// With the side LP ([`Searcher::set_side_lp`]) the clusters on the LP optimum's light
-    /// precedence cycles join them too ([`cuts::light_cycle_clusters`]), and so do the
-    /// violated cuts of the rank pool, while its loose rows go ([`LOOSE_CUT_SLACK`]). Like the node cuts it only prunes. `None` (the default): never.
+    /// precedence cycles join them too (`cuts::light_cycle_clusters`), and so do the
+    /// violated cuts of the rank pool, while its loose rows go (`LOOSE_CUT_SLACK`). Like the node cuts it only prunes. `None` (the default): never.
     pub fn set_cut_refresh(&mut self, age: Option<u64>) {
         self.cut_refresh = age;
     }

@@ -245,7 +245,7 @@ impl SideLp {
     }
 
     /// Like [`SideLp::at`], but first without the cut rows that this optimum leaves at
-    /// least `min_slack` below their bound ([`SideLp::drop_loose_cuts`]).
+    /// least `min_slack` below their bound (`SideLp::drop_loose_cuts`).
     pub fn at_trimmed(
         &self,
         g: &Graph,
