@@ -513,7 +513,8 @@ impl Searcher {
     /// afresh there (a fresh solve costs a few warm ones; its cuts then serve the subtree).
     /// With the side LP ([`Searcher::set_side_lp`]) the clusters on the LP optimum's light
     /// precedence cycles join them too (`cuts::light_cycle_clusters`), and so do the
-    /// violated cuts of the rank pool, while its loose rows go (`LOOSE_CUT_SLACK`). Like the node cuts it only prunes. `None` (the default): never.
+    /// violated cuts of the rank pool, while its loose rows go (`LOOSE_CUT_SLACK`). Like
+    /// the node cuts it only prunes. `None` (the default): never.
     pub fn set_cut_refresh(&mut self, age: Option<u64>) {
         self.cut_refresh = age;
     }
