@@ -146,6 +146,9 @@ fn main() -> ExitCode {
             );
             pool
         });
+        if let Some(pool) = &pool {
+            sieve = sieve.with_rank_pool(pool.clone());
+        }
         let mut total = 0.0;
         let local_ranks: Option<u64> =
             flag(&mut args, "--local-ranks").map(|v| v.parse().expect("--local-ranks NODES"));

@@ -287,6 +287,9 @@ pub struct Sieve {
     rank_pool: Option<Arc<rank_cuts::RankPool>>,
     /// Rank cuts also proven in the tree ([`Sieve::with_local_ranks`]).
     local_ranks: Option<(u64, usize)>,
+    /// The node cuts' LP at the root, built on first use and shared by every unit
+    /// ([`Searcher::set_root_side_lp`]); rebuilt after a change of what it depends on.
+    root_side: OnceLock<Option<Arc<side_lp::SideLp>>>,
     /// Weight units per point of the node cuts' shadows ([`Sieve::with_shade_scale`]).
     shade_scale: i32,
 }
@@ -341,6 +344,7 @@ impl ProblemDef for Sieve {
             node_cuts,
             rank_pool: None,
             local_ranks: None,
+            root_side: OnceLock::new(),
             shade_scale: SHADE_SCALE,
         })
     }
@@ -464,6 +468,12 @@ impl Sieve {
             searcher
                 .set_shade_scale(self.shade_scale)
                 .expect("checked by Sieve::with_shade_scale and MAX_N");
+            let root = self.root_side.get_or_init(|| {
+                // A root that names no node or whose LP fails leaves each unit to build
+                // its own, as before.
+                searcher.root_side_lp().ok().flatten().map(Arc::new)
+            });
+            searcher.set_root_side_lp(root.clone());
         }
         searcher
     }
@@ -472,6 +482,7 @@ impl Sieve {
     /// for this N, [`rank_cuts::RankPool`]; they only prune, the same tree).
     pub fn with_rank_pool(mut self, pool: Arc<rank_cuts::RankPool>) -> Sieve {
         self.rank_pool = Some(pool);
+        self.root_side = OnceLock::new();
         self
     }
 
@@ -510,6 +521,7 @@ impl Sieve {
     /// at small N (each unit's first derivation takes a few tenths of a second).
     pub fn with_node_cuts(mut self, after: Option<u64>) -> Sieve {
         self.node_cuts = after;
+        self.root_side = OnceLock::new();
         self
     }
 
@@ -531,6 +543,7 @@ impl Sieve {
             )));
         }
         self.solver = version;
+        self.root_side = OnceLock::new();
         Ok(self)
     }
 

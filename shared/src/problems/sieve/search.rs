@@ -285,12 +285,17 @@ pub struct Searcher {
     node_cuts_after: Option<u64>,
     /// Cut bounds derived in the tree so far.
     cuts_derived: u64,
+    /// Side LPs built from scratch in the tree so far ([`Searcher::side_lps_built`]).
+    side_lps_built: u64,
     /// Node cuts re-optimize the nearest deriving ancestor's LP instead of deriving anew.
     warm_lp: bool,
     side_lp: bool,
     /// Rank cuts proven for this N, joining the side LP where its optimum violates them
     /// ([`Searcher::set_rank_pool`]).
     rank_pool: Option<Arc<RankPool>>,
+    /// The side LP of the search's root, which a unit's first frame re-optimizes instead
+    /// of building its own ([`Searcher::set_root_side_lp`]).
+    root_side: Option<Arc<SideLp>>,
     /// Frames prove rank cuts of their own once their subtree takes this many nodes, of
     /// unions of at most this many numbers ([`Searcher::set_local_ranks`]).
     local_ranks: Option<(u64, usize)>,
@@ -353,6 +358,12 @@ const WARM_LP_ROUNDS: usize = 40;
 /// dropped at each refresh"): 1/2 beat keeping every row, 1/4, 1 and 2.
 const LOOSE_CUT_SLACK: f64 = 0.5;
 
+/// Most refresh rounds ([`Searcher::set_cut_refresh`]) at a unit's first frame, whose LP
+/// is the root's re-optimized ([`Searcher::set_root_side_lp`]). Measured on 119 units of
+/// N = 791 drawn at random (BENCHMARKS.md, "Units warm from the root's LP"): 4 took 35.3k
+/// nodes, as 8 and 16 did, against 35.9k with 2 and 41.9k with 1.
+const UNIT_ROOT_ROUNDS: usize = 4;
+
 /// Most rounds of rank cuts ([`Searcher::set_rank_pool`]) at an LP built afresh.
 const RANK_ROUNDS: usize = 10;
 
@@ -393,9 +404,11 @@ impl Searcher {
             prepared: None,
             node_cuts_after: None,
             cuts_derived: 0,
+            side_lps_built: 0,
             warm_lp: false,
             side_lp: false,
             rank_pool: None,
+            root_side: None,
             local_ranks: None,
             shade_scale: 1,
             local_rank_work: (0, 0, 0.0),
@@ -472,6 +485,27 @@ impl Searcher {
         self.rank_pool = pool;
     }
 
+    /// Lets a frame without a side LP above it ([`Searcher::set_side_lp`]), a unit's
+    /// first, re-optimize `lp` (the side LP of the root, [`Searcher::root_side_lp`]) for its
+    /// node instead of building one from scratch. It only prunes: the same tree.
+    pub fn set_root_side_lp(&mut self, lp: Option<Arc<SideLp>>) {
+        self.root_side = lp;
+    }
+
+    /// Whether a unit's first frame re-optimizes the root's side LP
+    /// ([`Searcher::set_root_side_lp`]).
+    pub fn has_root_side_lp(&self) -> bool {
+        self.root_side.is_some()
+    }
+
+    /// The side LP of the search's root, built as a frame without one above builds its
+    /// own: the cuts of [`cuts::derive_all_at`], then the violated rank cuts of the pool
+    /// ([`Searcher::set_rank_pool`]). `None` if its solve fails.
+    pub fn root_side_lp(&mut self) -> Result<Option<SideLp>, String> {
+        let root = self.node_at(&[])?;
+        Ok(self.fresh_side_lp(&root, self.rank_pool.clone().as_deref()))
+    }
+
     /// Rank cuts proven in the tree: once a branching node's subtree has taken `after`
     /// nodes, the node ranks the unions of two of its LP's tight clusters that its LP's
     /// optimum would violate ([`SideLp::linked_tight_pairs`], at most `max_union` numbers;
@@ -539,6 +573,12 @@ impl Searcher {
     /// Cut bounds derived in the tree so far ([`Searcher::set_node_cuts`]).
     pub fn cuts_derived(&self) -> u64 {
         self.cuts_derived
+    }
+
+    /// Side LPs ([`Searcher::set_side_lp`]) built from scratch in the tree so far, at frames
+    /// with none above them and no root LP to re-optimize ([`Searcher::set_root_side_lp`]).
+    pub fn side_lps_built(&self) -> u64 {
+        self.side_lps_built
     }
 
     /// Simplex pivots and LP edits of the warm re-optimizations so far
@@ -1184,30 +1224,14 @@ impl Searcher {
 
     /// [`Searcher::derive_cuts`] with the primal LP of [`super::side_lp`].
     fn derive_side_cuts(&mut self, frame: &mut Frame, best: Option<i64>) -> Result<(), String> {
-        let lp = match frame.side.as_deref() {
+        let above = frame.side.clone().or_else(|| self.root_side.clone());
+        let lp = match above.as_deref() {
             Some(above) => above.at(&self.graph, &frame.base, &[]).inspect(|lp| {
                 self.warm_work.0 += lp.pivots - above.pivots;
             }),
             None => {
-                let (_, _, pool) =
-                    cuts::derive_all_at(&self.graph, &frame.base, Vec::new(), WARM_LP_ROUNDS);
-                SideLp::build(&self.graph, &frame.base, &pool).map(|mut lp| {
-                    for _ in 0..RANK_ROUNDS {
-                        let Some(ranks) = frame.ranks.as_deref() else {
-                            break;
-                        };
-                        let violated = lp.violated(&frame.base, ranks, RANK_BATCH);
-                        if violated.is_empty() {
-                            break;
-                        }
-                        match lp.at(&self.graph, &frame.base, &violated) {
-                            Some(more) => lp = more,
-                            None => break,
-                        }
-                    }
-                    lp.built_at = self.stats.nodes;
-                    lp
-                })
+                self.side_lps_built += 1;
+                self.fresh_side_lp(&frame.base, frame.ranks.as_deref())
             }
         };
         let Some(mut lp) = lp else {
@@ -1218,10 +1242,21 @@ impl Searcher {
         let scale = self.shade_scale;
         let mut penalties = lp.penalties(&frame.base, scale);
         frame.base = self.shaded(&plain, &penalties, frame.ranks.clone(), scale)?;
-        let due = self.cut_refresh.is_some_and(|age| {
-            best.is_some_and(|b| frame.base.bound() > b) && self.stats.nodes >= lp.built_at + age
-        });
-        if due {
+        // A unit's first frame, warm from the root's LP, refreshes in rounds, as an LP
+        // built afresh derives its cuts in rounds; every other frame once.
+        let rounds = if frame.side.is_none() && self.root_side.is_some() {
+            UNIT_ROOT_ROUNDS
+        } else {
+            1
+        };
+        for _ in 0..rounds {
+            let due = self.cut_refresh.is_some_and(|age| {
+                best.is_some_and(|b| frame.base.bound() > b)
+                    && self.stats.nodes >= lp.built_at + age
+            });
+            if !due {
+                break;
+            }
             let known = lp.cuts_at(&frame.base);
             let shadow = frame.base.shadow().cloned();
             let mut missed: Vec<Cut> = shadow
@@ -1241,21 +1276,42 @@ impl Searcher {
             if let Some(ranks) = frame.ranks.as_deref() {
                 missed.extend(lp.violated(&frame.base, ranks, RANK_BATCH));
             }
-            if !missed.is_empty() {
-                let fresh = lp.at_trimmed(&self.graph, &frame.base, &missed, LOOSE_CUT_SLACK);
-                if let Some(mut fresh) = fresh {
-                    self.refreshes += 1;
-                    self.warm_work.0 += fresh.pivots - lp.pivots;
-                    fresh.built_at = self.stats.nodes;
-                    lp = fresh;
-                    penalties = lp.penalties(&frame.base, scale);
-                    frame.base = self.shaded(&plain, &penalties, frame.ranks.clone(), scale)?;
-                }
+            if missed.is_empty() {
+                break;
             }
+            let fresh = lp.at_trimmed(&self.graph, &frame.base, &missed, LOOSE_CUT_SLACK);
+            let Some(mut fresh) = fresh else { break };
+            self.refreshes += 1;
+            self.warm_work.0 += fresh.pivots - lp.pivots;
+            fresh.built_at = self.stats.nodes;
+            lp = fresh;
+            penalties = lp.penalties(&frame.base, scale);
+            frame.base = self.shaded(&plain, &penalties, frame.ranks.clone(), scale)?;
         }
         frame.side = Some(Arc::new(lp));
         frame.prepared.clear();
         Ok(())
+    }
+
+    /// The side LP built afresh at `node`: the cuts of [`cuts::derive_all_at`], then up to
+    /// `RANK_ROUNDS` rounds of the rank cuts of `ranks` its optimum violates; dated now.
+    fn fresh_side_lp(&self, node: &Matching, ranks: Option<&RankPool>) -> Option<SideLp> {
+        let (_, _, pool) = cuts::derive_all_at(&self.graph, node, Vec::new(), WARM_LP_ROUNDS);
+        let mut lp = SideLp::build(&self.graph, node, &pool)?;
+        if let Some(ranks) = ranks {
+            for _ in 0..RANK_ROUNDS {
+                let violated = lp.violated(node, ranks, RANK_BATCH);
+                if violated.is_empty() {
+                    break;
+                }
+                match lp.at(&self.graph, node, &violated) {
+                    Some(more) => lp = more,
+                    None => break,
+                }
+            }
+        }
+        lp.built_at = self.stats.nodes;
+        Some(lp)
     }
 
     /// `node` with the shadow of `penalties` (each checked a cluster at the node).
@@ -1723,6 +1779,71 @@ mod tests {
         for path in &pruned {
             assert!(plain_paths.any(|q| q == path), "{path:?}");
         }
+    }
+
+    #[test]
+    fn units_warm_from_the_root_lp_prune_the_same_tree() {
+        // Each unit at a child of the root (A019312: N = 450 -> 64214 as the bar) re-optimizes
+        // the root's side LP ([`Searcher::set_root_side_lp`]) instead of building its own:
+        // it builds no LP from scratch (without the root's, some unit does), and evaluates
+        // only nodes of the plain search's tree, and fewer. The root's LP bounds the optimum
+        // from above. It fails if a warm LP's penalties were not clusters at the
+        // unit's node (the search errs), or prune nothing, or if the root's LP (over the
+        // live edges, the fixed pairs scored apart) fell below the optimum.
+        let (n, optimum) = (450u32, 64214i64);
+        let warm = |s: &mut Searcher| {
+            s.set_warm_lp(true);
+            s.set_side_lp(true);
+            s.set_cut_refresh(Some(0));
+        };
+        let mut root = campaign_searcher(n, optimum, Some(0));
+        warm(&mut root);
+        let lp = root.root_side_lp().unwrap().expect("the root's LP solves");
+        let fixed = root.node_at(&[]).unwrap().fixed_score() as f64;
+        let bound = lp.value() + fixed;
+        assert!(bound >= optimum as f64 - 1e-6, "{bound} < {optimum}");
+        let lp = Arc::new(lp);
+        let units: Vec<Vec<u16>> = root
+            .expand(&[])
+            .unwrap()
+            .children
+            .into_iter()
+            .map(|(path, _)| path)
+            .collect();
+        assert!(units.len() >= 2);
+        let (mut pruned_nodes, mut plain_nodes, mut built_without) = (0, 0, 0);
+        for unit in &units {
+            let mut side = campaign_searcher(n, optimum, Some(0));
+            warm(&mut side);
+            side.set_root_side_lp(Some(Arc::clone(&lp)));
+            let trail = Trail::new(optimum);
+            assert_eq!(side.search(unit, None, None, &trail), Ok(SearchEnd::Done));
+            let pruned = trail.paths.into_inner();
+            assert_eq!(side.side_lps_built(), 0, "{unit:?} built its own LP");
+            let mut own = campaign_searcher(n, optimum, Some(0));
+            warm(&mut own);
+            let trail = Trail::new(optimum);
+            assert_eq!(own.search(unit, None, None, &trail), Ok(SearchEnd::Done));
+            built_without += own.side_lps_built();
+            let mut plain = campaign_searcher(n, optimum, None);
+            let trail = Trail::new(optimum);
+            assert_eq!(plain.search(unit, None, None, &trail), Ok(SearchEnd::Done));
+            let plain = trail.paths.into_inner();
+            let mut plain_paths = plain.iter();
+            for path in &pruned {
+                assert!(plain_paths.any(|q| q == path), "{path:?}");
+            }
+            pruned_nodes += pruned.len();
+            plain_nodes += plain.len();
+        }
+        assert!(
+            pruned_nodes * 2 < plain_nodes,
+            "{pruned_nodes} nodes warm from the root, {plain_nodes} without node cuts"
+        );
+        assert!(
+            built_without > 0,
+            "without the root's LP no unit built its own"
+        );
     }
 
     #[test]

@@ -391,8 +391,11 @@ fn exact_campaigns_prune_by_node_cuts_from_their_first_n_only() {
     let with_cuts = exact(300).with_node_cuts(Some(0)).exact_searcher();
     assert_eq!(with_cuts.cut_refresh(), Some(search::CUT_REFRESH_AGE));
     assert!(with_cuts.side_lp());
+    // Their units re-optimize the root's LP, built once for the instance.
+    assert!(with_cuts.has_root_side_lp());
     assert_eq!(exact(300).exact_searcher().cut_refresh(), None);
     assert!(!exact(300).exact_searcher().side_lp());
+    assert!(!exact(300).exact_searcher().has_root_side_lp());
 }
 
 proptest! {
