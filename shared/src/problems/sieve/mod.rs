@@ -518,7 +518,8 @@ impl Sieve {
     /// the tree, its paths, units, checkpoints and donations are the same with it or
     /// without: a proof journaled without it can be finished with it. It pays at the
     /// frontier's large units (N = 785: 1.45 to 17 times less time a unit) and costs
-    /// at small N (each unit's first derivation takes a few tenths of a second).
+    /// at small N. Each unit's first frame re-optimizes the root's LP, built once per
+    /// instance ([`Searcher::set_root_side_lp`]).
     pub fn with_node_cuts(mut self, after: Option<u64>) -> Sieve {
         self.node_cuts = after;
         self.root_side = OnceLock::new();
