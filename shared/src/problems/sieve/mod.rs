@@ -306,6 +306,8 @@ impl ProblemDef for Sieve {
     // 6: exact searches weigh 16 candidate cycles at each branching node instead of 8.
     // 7: a cycle's children take its pairs largest number first (fixing the largest pairs
     //    in the later children) instead of smallest first: other trees, other paths.
+    // 8: the helper edges m p -> m of a prime's family below the t_k largest primes of its
+    //    k are excluded at the root (`symmetry`): smaller trees, other paths.
     const SOLVER_VERSION: u32 = 8;
     type Params = SieveParams;
 
