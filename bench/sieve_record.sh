@@ -8,7 +8,8 @@
 #   the tree is the campaigns', cut finer so that a stopped run loses less; a unit donates its
 #   untried subtrees to a thread left without work, sieve::work_queue). Stop it with
 #   `touch target/sieve-record.stop` (it then exits within seconds, its open units journaled
-#   with their checkpoints); a kill loses the open units' work since they started.
+#   with their checkpoints); a kill loses the open units' work since the last snapshot
+#   (every SNAPSHOT_MINUTES, default 10, the open units are journaled with their checkpoints).
 #   From N = NODE_CUTS_FROM (default 785, where exact campaigns start using them) on, units
 #   also prune by cut bounds kept warm down their trees (the same tree: a proof journaled
 #   without them is finished with them). Their LPs also take rank cuts (unions of two root
@@ -51,6 +52,7 @@ if (( ${RANK_UNION:-30} > 0 )); then
 fi
 cargo bench -q -p grind-shared --bench sieve -- --threads "$threads" --record "$from" "$to" "$commit" \
   --units "${UNITS:-2048}" --journal "$PWD/records/in-progress" --stop-file "$stop" \
+  --snapshot-minutes "${SNAPSHOT_MINUTES:-10}" \
   --node-cuts-from "${NODE_CUTS_FROM:-785}" ${rank_flags[@]+"${rank_flags[@]}"} |
   while IFS= read -r row; do
     printf '%s\n' "$row" >>"$record"

@@ -58,7 +58,10 @@
 //! a thread left without work, `sieve::work_queue`, and stderr says how many pieces it gave).
 //! `--stop-file PATH` stops the run once PATH exists: every search stops at its next
 //! checkpoint and the units left open are journaled with their checkpoints, so that the
-//! next run resumes them there instead of from their starts. `--node-cuts-from M` has the
+//! next run resumes them there instead of from their starts. With a journal, the units
+//! being searched are also journaled with their checkpoints every `--snapshot-minutes M`
+//! (default 10; 0 turns it off), so that a run killed instead of stopped loses only the
+//! work since. `--node-cuts-from M` has the
 //! units of every N >= M also prune by cut bounds kept warm down their trees
 //! (`Sieve::with_node_cuts`: the same tree, so a journal begun without them is finished
 //! with them); `--node-cuts-after K` derives them only at branching nodes whose subtree
@@ -204,6 +207,10 @@ fn main() -> ExitCode {
             flag(&mut args, "--local-ranks").map(|k| k.parse().expect("--local-ranks K"));
         let node_cuts_after = flag(&mut args, "--node-cuts-after")
             .map_or(0, |k| k.parse().expect("--node-cuts-after K"));
+        let snapshot_minutes: f64 = flag(&mut args, "--snapshot-minutes")
+            .map_or(10.0, |m| m.parse().expect("--snapshot-minutes M"));
+        let snapshot_every = (snapshot_minutes > 0.0)
+            .then(|| std::time::Duration::from_secs_f64(snapshot_minutes * 60.0));
         return record(&RecordRun {
             from,
             to,
@@ -217,6 +224,7 @@ fn main() -> ExitCode {
             node_cuts_after,
             rank_union,
             local_ranks,
+            snapshot_every,
         });
     }
     if let Some(at) = args.iter().position(|a| a == "--check") {
@@ -345,6 +353,9 @@ struct RecordRun {
     rank_union: Option<usize>,
     /// Rank cuts proven in the tree from subtrees of this many nodes (`--local-ranks`).
     local_ranks: Option<u64>,
+    /// How often the open units are journaled with their checkpoints
+    /// (`--snapshot-minutes`).
+    snapshot_every: Option<std::time::Duration>,
 }
 
 /// Proves N = `from..=to` in turn, each on the N before it, and prints one row of
@@ -363,6 +374,7 @@ fn record(run: &RecordRun) -> ExitCode {
         node_cuts_after,
         rank_union,
         local_ranks,
+        snapshot_every,
     } = *run;
     let stop = stop_file.as_deref().map(|p| move || p.exists());
     let date = today();
@@ -395,6 +407,7 @@ fn record(run: &RecordRun) -> ExitCode {
                     .map(|_| node_cuts_after),
                 rank_union,
                 local_ranks,
+                snapshot_every,
             },
         );
         let proven = match proven {

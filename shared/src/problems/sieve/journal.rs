@@ -12,8 +12,11 @@
 //! A run asked to stop ([`super::local::ProofOptions::stop`]) also writes one line per unit
 //! it leaves open (`{"open": index, ...}`): the unit's nodes and best game so far and its
 //! open pieces, each a payload and the checkpoint its search resumes from
-//! ([`super::work_queue::OpenFamily`]). The last such line of a unit stands until a line
-//! says the unit finished; a run killed without stopping loses only what it did since.
+//! ([`super::work_queue::OpenFamily`]). A run given
+//! [`super::local::ProofOptions::snapshot_every`] writes such lines for every unit begun
+//! and not finished every so often too ([`super::work_queue::WorkQueue::snapshot`]). The
+//! last such line of a unit stands until a line says the unit finished; a run killed
+//! without stopping loses only what it did since.
 //!
 //! Resuming is sound because the split is a function of N and the solver version (both in
 //! the header; each unit's payload is compared too) and a finished unit's search covered its
@@ -56,8 +59,8 @@ impl Journal {
     }
 
     /// CPU seconds the earlier runs had used when each wrote its last line (a finished unit,
-    /// or a unit left open at a stop; the work a killed run did after its last line is not
-    /// counted: it is searched again). Known once the proof has begun.
+    /// or units left open at a stop or a snapshot; the work a killed run did after its last
+    /// line is not counted: it is searched again). Known once the proof has begun.
     pub fn earlier_cpu_seconds(&self) -> f64 {
         *self.earlier_cpu.lock().expect("poisoned")
     }
@@ -322,6 +325,22 @@ mod tests {
         stop: &(dyn Fn() -> bool + Sync),
         node_cuts: Option<u64>,
     ) -> Result<local::Proven, ProblemError> {
+        one_unit_of_315_with(
+            log,
+            stop,
+            local::ProofOptions {
+                node_cuts,
+                ..local::ProofOptions::default()
+            },
+        )
+    }
+
+    /// [`one_unit_of_315`] with the other `options` given.
+    fn one_unit_of_315_with(
+        log: &Journal,
+        stop: &(dyn Fn() -> bool + Sync),
+        options: local::ProofOptions,
+    ) -> Result<local::Proven, ProblemError> {
         local::prove_with(
             315,
             local::ProofOptions {
@@ -330,8 +349,7 @@ mod tests {
                 log: Some(log),
                 stop: Some(stop),
                 solver: Some(7),
-                node_cuts,
-                ..local::ProofOptions::default()
+                ..options
             },
         )
     }
@@ -457,6 +475,84 @@ mod tests {
         std::fs::write(&path, format!("{header}\n{bad}\n")).unwrap();
         let err = one_unit(&journal(&path), &|| false).unwrap_err();
         assert!(err.to_string().contains("open unit 5: not a unit"), "{err}");
+    }
+
+    #[test]
+    fn a_killed_proof_resumes_from_its_last_snapshot() {
+        use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+        use std::time::{Duration, Instant};
+        let dir = tempfile::tempdir().unwrap();
+        let asked = AtomicU64::new(0);
+        let never = || {
+            asked.fetch_add(1, Relaxed);
+            false
+        };
+        let whole =
+            one_unit_of_315(&journal(&dir.path().join("whole.jsonl")), &never, None).unwrap();
+        let calls = asked.load(Relaxed);
+
+        // Snapshots every 2 ms; halfway through, the search waits until one holds a
+        // checkpoint, then goes on to the end.
+        let path = dir.path().join("315.jsonl");
+        let snapshots = |path: &Path| -> Vec<Value> {
+            std::fs::read_to_string(path)
+                .unwrap()
+                .lines()
+                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                .filter(|v| v.get("open").is_some() && v["pieces"][0]["cursor"].is_string())
+                .collect()
+        };
+        let seen = AtomicU64::new(0);
+        let halfway = || {
+            if seen.fetch_add(1, Relaxed) == calls / 2 {
+                let deadline = Instant::now() + Duration::from_secs(60);
+                while snapshots(&path).is_empty() {
+                    assert!(Instant::now() < deadline, "no snapshot was written");
+                    std::thread::yield_now();
+                }
+            }
+            false
+        };
+        let snapshotting = local::ProofOptions {
+            snapshot_every: Some(Duration::from_millis(2)),
+            ..local::ProofOptions::default()
+        };
+        let run = one_unit_of_315_with(&journal(&path), &halfway, snapshotting).unwrap();
+        assert_eq!((run.score, run.nodes), (whole.score, whole.nodes));
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        let with_cursor: Vec<usize> = (0..lines.len())
+            .filter(|&i| {
+                serde_json::from_str::<Value>(lines[i])
+                    .is_ok_and(|v| v.get("open").is_some() && v["pieces"][0]["cursor"].is_string())
+            })
+            .collect();
+        assert_eq!(with_cursor.len(), snapshots(&path).len());
+
+        // Killed right after the first snapshot with a checkpoint, or after the last one
+        // before the unit finished (the journal as it was then, every earlier snapshot in
+        // it): resumed at that snapshot, the same proof.
+        for at in [with_cursor[0], *with_cursor.last().unwrap()] {
+            let snapshot: Value = serde_json::from_str(lines[at]).unwrap();
+            let nodes = snapshot["nodes"].as_u64().unwrap();
+            assert!(nodes > 0 && nodes < whole.nodes, "{snapshot}");
+            let killed = dir.path().join("killed.jsonl");
+            std::fs::write(&killed, lines[..=at].join("\n") + "\n").unwrap();
+            let again = one_unit_of_315(&journal(&killed), &|| false, None).unwrap();
+            assert_eq!(
+                (again.score, &again.moves, again.units),
+                (whole.score, &whole.moves, whole.units)
+            );
+            // The snapshot's nodes count, and the search resumed at its checkpoint with
+            // every game found before it, so it prunes at least as much as the whole run.
+            assert!(
+                nodes < again.nodes && again.nodes <= whole.nodes,
+                "{nodes} {} {}",
+                again.nodes,
+                whole.nodes
+            );
+            assert_eq!(unit_lines(&killed).len(), 1);
+        }
     }
 
     #[test]

@@ -199,6 +199,10 @@ pub struct ProofOptions<'a> {
     /// took this many nodes ([`Sieve::with_local_ranks`]; they only prune, the same tree).
     /// `None`: only the root's.
     pub local_ranks: Option<u64>,
+    /// With a `log`, every this long the families being searched are also written to it as
+    /// left open ([`UnitLog::leave_open`], from [`WorkQueue::snapshot`]), so that a run
+    /// killed instead of stopped loses only the work since. `None`: only at a stop.
+    pub snapshot_every: Option<std::time::Duration>,
 }
 
 /// Proves the optimum for 1..=n as `options` say (see [`ProofOptions`]).
@@ -360,6 +364,7 @@ fn prove_from(
         node_cuts,
         rank_union,
         local_ranks,
+        snapshot_every,
         ..
     } = *options;
     let sieve = Sieve::from_params(super::SieveParams {
@@ -515,27 +520,36 @@ fn prove_from(
             .collect(),
     );
     let finished_units = AtomicU64::new(0);
-    let worked = queue.run(
-        &pool,
-        pool.current_num_threads(),
-        &|payload, ctx| sieve.solve(payload, ctx),
-        &shared,
-        &|family: FinishedFamily| {
-            finished_units.fetch_add(1, Ordering::Relaxed);
-            if let Some(found) = &family.best {
-                shared.improve(found.clone());
-            }
-            match log {
-                Some(log) => log.finish(&FinishedUnit {
-                    index: family.index,
-                    payload: batch.units[family.index].payload.clone(),
-                    nodes: family.nodes,
-                    best: family.best,
-                }),
-                None => Ok(()),
-            }
-        },
-    )?;
+    let snapshots = Snapshots::default();
+    let worked = std::thread::scope(|scope| {
+        if let (Some(log), Some(every)) = (log, snapshot_every) {
+            let (snapshots, queue) = (&snapshots, &queue);
+            scope.spawn(move || snapshots.write_every(queue, log, every));
+        }
+        let worked = queue.run(
+            &pool,
+            pool.current_num_threads(),
+            &|payload, ctx| sieve.solve(payload, ctx),
+            &shared,
+            &|family: FinishedFamily| {
+                finished_units.fetch_add(1, Ordering::Relaxed);
+                if let Some(found) = &family.best {
+                    shared.improve(found.clone());
+                }
+                match log {
+                    Some(log) => log.finish(&FinishedUnit {
+                        index: family.index,
+                        payload: batch.units[family.index].payload.clone(),
+                        nodes: family.nodes,
+                        best: family.best,
+                    }),
+                    None => Ok(()),
+                }
+            },
+        );
+        snapshots.end();
+        worked
+    })?;
     if shared.asked_to_stop.load(Ordering::Relaxed) && !shared.at_ceiling() {
         if let Some(log) = log {
             for family in &worked.open {
@@ -576,6 +590,37 @@ fn prove_from(
         nodes,
         donated: worked.donated,
     })
+}
+
+/// Whether a proof's threads are still searching, for the thread that writes its snapshots.
+#[derive(Default)]
+struct Snapshots {
+    ended: Mutex<bool>,
+    wake: std::sync::Condvar,
+}
+
+impl Snapshots {
+    /// Writes `queue`'s snapshot to `log` every `every` until [`Snapshots::end`] (a failed
+    /// write stops the proof, through the queue).
+    fn write_every(&self, queue: &WorkQueue, log: &dyn UnitLog, every: std::time::Duration) {
+        let mut ended = self.ended.lock().expect("poisoned");
+        loop {
+            ended = self
+                .wake
+                .wait_timeout_while(ended, every, |ended| !*ended)
+                .expect("poisoned")
+                .0;
+            if *ended || queue.snapshot(&|family| log.leave_open(family)).is_err() {
+                return;
+            }
+        }
+    }
+
+    /// Says that the search ended: the snapshot thread returns.
+    fn end(&self) {
+        *self.ended.lock().expect("poisoned") = true;
+        self.wake.notify_all();
+    }
 }
 
 /// Checks that an open family from the log belongs to this split: its unit exists and is not

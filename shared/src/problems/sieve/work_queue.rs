@@ -16,9 +16,15 @@
 //! donation narrows it to a limit) and the checkpoint its search resumes from. A queue built
 //! with [`WorkQueue::resume`] searches those pieces instead of their units, so a stop loses
 //! the work since the last checkpoints, not the families.
+//!
+//! [`WorkQueue::snapshot`] reads the same of every family begun and not finished while the
+//! proof runs (the pieces being searched at their last checkpoints, the pieces queued from
+//! their starts), so that a journal written every few minutes loses, when the run is killed
+//! instead of stopped, only the work since.
 
 use std::collections::VecDeque;
-use std::sync::{Condvar, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 
 use crate::problem::{ProblemError, Scored, SolveContext, UnitOutcome, UnitSpec};
 
@@ -72,6 +78,8 @@ struct Piece {
 /// A family's pieces so far.
 #[derive(Default)]
 struct Family {
+    /// A piece of it has been handed to a thread.
+    begun: bool,
     /// Pieces queued or being searched.
     open: usize,
     nodes: u64,
@@ -92,8 +100,22 @@ struct State {
     open: usize,
     /// Pieces handed out by donation.
     donated: u64,
+    /// The pieces being searched.
+    running: Vec<Arc<Running>>,
     /// The first error: every thread stops.
     error: Option<ProblemError>,
+}
+
+/// A piece being searched, as its search reports it.
+struct Running {
+    family: usize,
+    /// Nodes it has searched.
+    nodes: AtomicU64,
+    /// Its payload (narrowed by donations), its last checkpoint, and the nodes it had
+    /// searched when it reported that checkpoint.
+    now: Mutex<(OpenPiece, u64)>,
+    /// The best game it reported.
+    best: Mutex<Option<Scored>>,
 }
 
 /// Units shared by a proof's threads (see the module docs).
@@ -134,6 +156,7 @@ impl WorkQueue {
             idle: 0,
             open: 0,
             donated: 0,
+            running: Vec::new(),
             error: None,
         };
         for family in open {
@@ -177,22 +200,16 @@ impl WorkQueue {
         base: &(dyn SolveContext + Sync),
         finished: &FinishFamily<'_>,
     ) -> Result<Worked, ProblemError> {
-        let nodes = std::sync::atomic::AtomicU64::new(0);
+        let nodes = AtomicU64::new(0);
         pool.scope(|scope| {
             for _ in 0..threads.max(1) {
                 scope.spawn(|_| {
-                    while let Some(piece) = self.next_piece() {
+                    while let Some((piece, running)) = self.next_piece() {
                         let ctx = PieceContext {
                             base,
                             queue: self,
-                            family: piece.family,
-                            nodes: std::sync::atomic::AtomicU64::new(0),
-                            resume: piece.cursor.clone(),
-                            now: Mutex::new(OpenPiece {
-                                payload: piece.payload.clone(),
-                                cursor: piece.cursor,
-                            }),
-                            best: Mutex::new(None),
+                            resume: piece.cursor,
+                            running,
                         };
                         let outcome = if base.stop_requested() {
                             Ok(UnitOutcome::Stopped)
@@ -208,18 +225,10 @@ impl WorkQueue {
                                 ))
                             })
                         };
-                        let piece_nodes = ctx.nodes.load(std::sync::atomic::Ordering::Relaxed);
-                        nodes.fetch_add(piece_nodes, std::sync::atomic::Ordering::Relaxed);
+                        let piece_nodes = ctx.running.nodes.load(Ordering::Relaxed);
+                        nodes.fetch_add(piece_nodes, Ordering::Relaxed);
                         let stopping = base.stop_requested();
-                        let left = ctx.now.into_inner().expect("poisoned");
-                        let best = ctx.best.into_inner().expect("poisoned");
-                        let ended = Ended {
-                            family: piece.family,
-                            nodes: piece_nodes,
-                            left,
-                            best,
-                        };
-                        self.close(ended, outcome, stopping, finished);
+                        self.close(&ctx.running, outcome, stopping, finished);
                     }
                 });
             }
@@ -247,16 +256,94 @@ impl WorkQueue {
         })
     }
 
-    /// The next piece, waiting while others may still donate; `None` when all is done or
-    /// an error stops the proof.
-    fn next_piece(&self) -> Option<Piece> {
+    /// Every family begun and not finished, as it stands: its nodes (the pieces searched,
+    /// and the running pieces' up to their last checkpoints), its best game so far and its
+    /// open pieces (running ones at their last checkpoints, queued ones from where they
+    /// start), each given to `write` under the queue's lock, so that no family finishes or
+    /// donates while its snapshot is written. Searching the pieces of a snapshot covers
+    /// whatever of its family was not searched when it was taken (see the module docs); an
+    /// error of `write` stops the proof and is returned. The number of families written.
+    pub fn snapshot(
+        &self,
+        write: &dyn Fn(&OpenFamily) -> Result<(), ProblemError>,
+    ) -> Result<usize, ProblemError> {
+        let mut state = self.state.lock().expect("poisoned");
+        if let Some(e) = &state.error {
+            return Err(e.clone());
+        }
+        let mut open: Vec<Option<OpenFamily>> = state
+            .families
+            .iter()
+            .enumerate()
+            .map(|(index, f)| {
+                (f.begun && (f.open > 0 || !f.stopped.is_empty())).then(|| OpenFamily {
+                    index,
+                    nodes: f.nodes,
+                    best: f.best.clone(),
+                    pieces: f.stopped.clone(),
+                })
+            })
+            .collect();
+        for piece in &state.pieces {
+            if let Some(family) = &mut open[piece.family] {
+                family.pieces.push(OpenPiece {
+                    payload: piece.payload.clone(),
+                    cursor: piece.cursor.clone(),
+                });
+            }
+        }
+        for running in &state.running {
+            if let Some(family) = &mut open[running.family] {
+                let (piece, nodes) = running.now.lock().expect("poisoned").clone();
+                family.nodes += nodes;
+                family.pieces.push(piece);
+                if let Some(found) = running.best.lock().expect("poisoned").clone() {
+                    if family.best.as_ref().is_none_or(|b| found.score > b.score) {
+                        family.best = Some(found);
+                    }
+                }
+            }
+        }
+        let mut written = 0;
+        for family in open.into_iter().flatten() {
+            if family.pieces.is_empty() {
+                continue;
+            }
+            if let Err(e) = write(&family) {
+                state.error = Some(e.clone());
+                self.wake.notify_all();
+                return Err(e);
+            }
+            written += 1;
+        }
+        Ok(written)
+    }
+
+    /// The next piece, registered as running, waiting while others may still donate;
+    /// `None` when all is done or an error stops the proof.
+    fn next_piece(&self) -> Option<(Piece, Arc<Running>)> {
         let mut state = self.state.lock().expect("poisoned");
         loop {
             if state.error.is_some() {
                 return None;
             }
             if let Some(piece) = state.pieces.pop_front() {
-                return Some(piece);
+                // Under the lock that popped it: a snapshot sees the piece queued or running.
+                let running = Arc::new(Running {
+                    family: piece.family,
+                    nodes: AtomicU64::new(0),
+                    now: Mutex::new((
+                        OpenPiece {
+                            payload: piece.payload.clone(),
+                            cursor: piece.cursor.clone(),
+                        },
+                        0,
+                    )),
+                    best: Mutex::new(None),
+                });
+                state.families[piece.family].begun = true;
+                state.running.push(Arc::clone(&running));
+                return Some((piece, running));
             }
             if state.open == 0 {
                 return None;
@@ -271,28 +358,32 @@ impl WorkQueue {
     /// error); finishes its family when it was the last.
     fn close(
         &self,
-        ended: Ended,
+        ended: &Arc<Running>,
         outcome: Result<UnitOutcome, ProblemError>,
         stopping: bool,
         finished: &FinishFamily<'_>,
     ) {
         let family = ended.family;
         let mut state = self.state.lock().expect("poisoned");
+        // Under the lock that counts it in its family: a snapshot sees it once.
+        state.running.retain(|r| !Arc::ptr_eq(r, ended));
         let done = {
             let f = &mut state.families[family];
             f.open -= 1;
-            f.nodes += ended.nodes;
+            f.nodes += ended.nodes.load(Ordering::Relaxed);
             let searched_best = match &outcome {
                 Ok(UnitOutcome::Searched { best, .. }) => best.clone(),
                 _ => {
                     f.incomplete = true;
-                    f.stopped.push(ended.left);
+                    f.stopped
+                        .push(ended.now.lock().expect("poisoned").0.clone());
                     None
                 }
             };
+            let reported = ended.best.lock().expect("poisoned").clone();
             // What the piece reported along the way counts too: a stopped piece's games
             // must outlive the stop.
-            for found in [searched_best, ended.best].into_iter().flatten() {
+            for found in [searched_best, reported].into_iter().flatten() {
                 if f.best.as_ref().is_none_or(|b| found.score > b.score) {
                     f.best = Some(found);
                 }
@@ -325,29 +416,16 @@ impl WorkQueue {
     }
 }
 
-/// How a piece's search ended, besides its outcome.
-struct Ended {
-    family: usize,
-    nodes: u64,
-    /// The piece as it stood: its payload and last checkpoint.
-    left: OpenPiece,
-    /// The best game it reported.
-    best: Option<Scored>,
-}
-
 /// One piece's view of the proof's context: counts its nodes, offers donation to the queue,
-/// keeps its payload, last checkpoint and best game (for a stop), and stops it when another
-/// thread failed.
+/// keeps its payload, last checkpoint and best game (for a stop and for snapshots), and stops
+/// it when another thread failed.
 struct PieceContext<'a> {
     base: &'a (dyn SolveContext + Sync),
     queue: &'a WorkQueue,
-    family: usize,
-    nodes: std::sync::atomic::AtomicU64,
     /// Where the search resumes (a stopped run's checkpoint).
     resume: Option<Vec<u8>>,
-    /// The piece as it stands: its payload (narrowed by donations) and last checkpoint.
-    now: Mutex<OpenPiece>,
-    best: Mutex<Option<Scored>>,
+    /// The piece as it stands, shared with the queue's snapshots.
+    running: Arc<Running>,
 }
 
 impl SolveContext for PieceContext<'_> {
@@ -359,7 +437,7 @@ impl SolveContext for PieceContext<'_> {
     }
     fn improve(&self, found: Scored) {
         {
-            let mut best = self.best.lock().expect("poisoned");
+            let mut best = self.running.best.lock().expect("poisoned");
             if best.as_ref().is_none_or(|b| found.score > b.score) {
                 *best = Some(found.clone());
             }
@@ -367,11 +445,14 @@ impl SolveContext for PieceContext<'_> {
         self.base.improve(found);
     }
     fn progress(&self, nodes: u64, _fraction: Option<f64>) {
-        self.nodes
-            .store(nodes, std::sync::atomic::Ordering::Relaxed);
+        self.running.nodes.store(nodes, Ordering::Relaxed);
     }
     fn checkpoint(&self, cursor: Vec<u8>) {
-        self.now.lock().expect("poisoned").cursor = Some(cursor);
+        // The nodes before the checkpoint: a search reports its progress just before.
+        let nodes = self.running.nodes.load(Ordering::Relaxed);
+        let mut now = self.running.now.lock().expect("poisoned");
+        now.0.cursor = Some(cursor);
+        now.1 = nodes;
     }
     fn stop_requested(&self) -> bool {
         self.base.stop_requested() || self.queue.state.lock().expect("poisoned").error.is_some()
@@ -387,17 +468,18 @@ impl SolveContext for PieceContext<'_> {
         }
         let count = units.len();
         // At the front: the waiting threads take them before any unit not yet started.
+        let family = self.running.family;
         for unit in units.into_iter().rev() {
             state.pieces.push_front(Piece {
-                family: self.family,
+                family,
                 payload: unit.payload,
                 cursor: None,
             });
         }
         // Under the queue's lock, so that a stop never sees the donated pieces without
         // the narrowed payload or the other way round.
-        self.now.lock().expect("poisoned").payload = remaining;
-        state.families[self.family].open += count;
+        self.running.now.lock().expect("poisoned").0.payload = remaining;
+        state.families[family].open += count;
         state.open += count;
         state.donated += count as u64;
         self.queue.wake.notify_all();
@@ -623,6 +705,87 @@ mod tests {
             .map(|f| (f.index, f.nodes, f.best.as_ref().map(|b| b.score)))
             .collect();
         assert_eq!(summary, [(0, 30, Some(4)), (1, 10, None)]);
+    }
+
+    #[test]
+    fn a_snapshot_holds_every_family_begun_as_it_stands() {
+        // Unit 0 reports 10 nodes, checkpoints, donates a piece (narrowing itself to [7]),
+        // finds a game, searches 5 nodes more, and snapshots the queue; units 1 and 2 have
+        // not begun.
+        let queue = WorkQueue::new(vec![(0, vec![6]), (1, vec![0]), (2, vec![0])]);
+        let taken = Mutex::new(Vec::new());
+        let snapshot = || {
+            queue
+                .snapshot(&|f| {
+                    taken.lock().unwrap().push(f.clone());
+                    Ok(())
+                })
+                .unwrap()
+        };
+        let searching = |payload: &[u8], ctx: &dyn SolveContext| {
+            if payload == [6] {
+                ctx.progress(10, None);
+                ctx.checkpoint(vec![8]);
+                assert!(ctx.donate(vec![piece(&[0])], vec![7]));
+                ctx.improve(Scored {
+                    solution: serde_json::json!({ "score": 4 }),
+                    score: 4,
+                });
+                ctx.progress(15, None);
+                assert_eq!(snapshot(), 1);
+                ctx.progress(20, None);
+            } else {
+                ctx.progress(10, None);
+            }
+            searched(None)
+        };
+        let finished = Mutex::new(Vec::new());
+        queue
+            .run(&pool(1), 1, &searching, &Base::default(), &|f| {
+                finished.lock().unwrap().push(f);
+                Ok(())
+            })
+            .unwrap();
+        let open = |payload: &[u8], cursor: Option<&[u8]>| OpenPiece {
+            payload: payload.to_vec(),
+            cursor: cursor.map(<[u8]>::to_vec),
+        };
+        let taken = std::mem::take(&mut *taken.lock().unwrap());
+        assert_eq!(taken.len(), 1, "{taken:?}");
+        // The nodes up to the checkpoint, the game, the piece it gave (from its start)
+        // and the narrowed unit at its checkpoint.
+        assert_eq!((taken[0].index, taken[0].nodes), (0, 10));
+        assert_eq!(taken[0].best.as_ref().map(|b| b.score), Some(4));
+        assert_eq!(taken[0].pieces, [open(&[0], None), open(&[7], Some(&[8]))]);
+        // Resumed from the snapshot, the family finishes as it did (its nodes counted
+        // from the checkpoint on).
+        let resuming = |payload: &[u8], ctx: &dyn SolveContext| {
+            let want: Option<&[u8]> = if payload == [7] { Some(&[8]) } else { None };
+            assert_eq!(ctx.resume_cursor(), want, "piece {payload:?}");
+            ctx.progress(10, None);
+            searched(None)
+        };
+        let again = Mutex::new(Vec::new());
+        WorkQueue::resume(taken, Vec::new())
+            .run(&pool(1), 1, &resuming, &Base::default(), &|f| {
+                again.lock().unwrap().push(f);
+                Ok(())
+            })
+            .unwrap();
+        let summary = |f: &Mutex<Vec<FinishedFamily>>| -> Vec<(usize, u64, Option<i64>)> {
+            f.lock()
+                .unwrap()
+                .iter()
+                .map(|f| (f.index, f.nodes, f.best.as_ref().map(|b| b.score)))
+                .collect()
+        };
+        assert_eq!(summary(&again), [(0, 30, Some(4))]);
+        assert_eq!(
+            summary(&finished),
+            [(0, 30, Some(4)), (1, 10, None), (2, 10, None)]
+        );
+        // Once every family finished, a snapshot has nothing to write.
+        assert_eq!(snapshot(), 0);
     }
 
     #[test]
