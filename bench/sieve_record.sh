@@ -15,7 +15,7 @@
 #   without them is finished with them). Their LPs also take rank cuts (unions of two root
 #   clusters of at most RANK_UNION numbers, default 30, proven once per N; RANK_UNION=0
 #   turns them off; the same tree). With them, branching nodes whose subtree took
-#   LOCAL_RANKS nodes (default 200; empty turns it off) also prove rank cuts of their own
+#   LOCAL_RANKS nodes (default 0: every branching node; empty turns it off) also prove rank cuts of their own
 #   (unions of two tight clusters of their LP, ranked with their fixed pairs; the same tree).
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 from=${1:?first N}
@@ -48,7 +48,7 @@ rm -f "$stop"
 rank_flags=()
 if (( ${RANK_UNION:-30} > 0 )); then
   rank_flags=(--rank-union "${RANK_UNION:-30}")
-  if [[ -n ${LOCAL_RANKS-200} ]]; then rank_flags+=(--local-ranks "${LOCAL_RANKS-200}"); fi
+  if [[ -n ${LOCAL_RANKS-0} ]]; then rank_flags+=(--local-ranks "${LOCAL_RANKS-0}"); fi
 fi
 cargo bench -q -p grind-shared --bench sieve -- --threads "$threads" --record "$from" "$to" "$commit" \
   --units "${UNITS:-2048}" --journal "$PWD/records/in-progress" --stop-file "$stop" \
