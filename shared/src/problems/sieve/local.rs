@@ -526,7 +526,10 @@ fn prove_from(
             let (snapshots, queue) = (&snapshots, &queue);
             scope.spawn(move || snapshots.write_every(queue, log, every));
         }
-        let worked = queue.run(
+        // Ends the snapshot thread however the search ends (a panic too), so that the
+        // scope never waits for it.
+        let _ending = EndSnapshots(&snapshots);
+        queue.run(
             &pool,
             pool.current_num_threads(),
             &|payload, ctx| sieve.solve(payload, ctx),
@@ -546,9 +549,7 @@ fn prove_from(
                     None => Ok(()),
                 }
             },
-        );
-        snapshots.end();
-        worked
+        )
     })?;
     if shared.asked_to_stop.load(Ordering::Relaxed) && !shared.at_ceiling() {
         if let Some(log) = log {
@@ -618,8 +619,17 @@ impl Snapshots {
 
     /// Says that the search ended: the snapshot thread returns.
     fn end(&self) {
-        *self.ended.lock().expect("poisoned") = true;
+        *self.ended.lock().unwrap_or_else(|e| e.into_inner()) = true;
         self.wake.notify_all();
+    }
+}
+
+/// Calls [`Snapshots::end`] when dropped.
+struct EndSnapshots<'a>(&'a Snapshots);
+
+impl Drop for EndSnapshots<'_> {
+    fn drop(&mut self) {
+        self.0.end();
     }
 }
 
